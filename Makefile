@@ -1,0 +1,26 @@
+# The README's commands. Each target creates or updates .venv first; the
+# install is skipped when setup.cfg and pyproject.toml are unchanged.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+export TF_CPP_MIN_LOG_LEVEL ?= 3
+
+.PHONY: demo test bench install parity-fixtures
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -e ".[test,garden]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/bert-tf demo
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q tests
+
+# Regenerates the committed reference fixtures with PyTorch + transformers.
+parity-fixtures: $(STAMP)
+	$(VENV)/bin/pip install -q -e ".[parity]"
+	$(VENV)/bin/python scripts/make_reference_fixtures.py

@@ -1,0 +1,86 @@
+"""BERT input embeddings: token + segment + learned position, LayerNorm, dropout."""
+
+import keras
+from keras import ops
+
+
+def truncated_normal(stddev):
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertEmbeddings(keras.layers.Layer):
+    """Sum of token, segment and position embeddings, normalized.
+
+    Args:
+        vocab_size: rows of the token embedding.
+        hidden_size: embedding width H.
+        max_position_embeddings: rows of the position embedding.
+        type_vocab_size: rows of the segment embedding.
+        dropout: dropout rate after the LayerNorm.
+        initializer_range: stddev of the truncated-normal initializers.
+        layer_norm_eps: LayerNorm epsilon.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = BertEmbeddings(vocab_size=100, hidden_size=8)
+    >>> layer(np.ones((2, 5), "int32"), np.zeros((2, 5), "int32")).shape
+    (2, 5, 8)
+    """
+
+    def __init__(self, vocab_size, hidden_size, max_position_embeddings=512,
+                 type_vocab_size=2, dropout=0.1, initializer_range=0.02,
+                 layer_norm_eps=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        # === Config ===
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.dropout_rate = dropout
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+
+        # === Layers ===
+        init = truncated_normal(initializer_range)
+        self.word_embeddings = keras.layers.Embedding(
+            vocab_size, hidden_size, embeddings_initializer=init,
+            dtype=self.dtype_policy, name="word_embeddings")
+        self.type_embeddings = keras.layers.Embedding(
+            type_vocab_size, hidden_size, embeddings_initializer=init,
+            dtype=self.dtype_policy, name="type_embeddings")
+        self.position_embeddings = keras.layers.Embedding(
+            max_position_embeddings, hidden_size, embeddings_initializer=init,
+            dtype=self.dtype_policy, name="position_embeddings")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm")
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+
+    def build(self, word_ids_shape, type_ids_shape=None):
+        self.word_embeddings.build(None)
+        self.type_embeddings.build(None)
+        self.position_embeddings.build(None)
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, word_ids, type_ids, training=None):
+        positions = ops.arange(ops.shape(word_ids)[1], dtype="int32")
+        x = (self.word_embeddings(word_ids) + self.type_embeddings(type_ids) +
+             self.position_embeddings(positions)[None])
+        return self.dropout(self.layer_norm(x), training=training)
+
+    def compute_output_shape(self, word_ids_shape, type_ids_shape=None):
+        return tuple(word_ids_shape) + (self.hidden_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "max_position_embeddings": self.max_position_embeddings,
+            "type_vocab_size": self.type_vocab_size,
+            "dropout": self.dropout_rate,
+            "initializer_range": self.initializer_range,
+            "layer_norm_eps": self.layer_norm_eps,
+        })
+        return config

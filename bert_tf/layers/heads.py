@@ -1,0 +1,177 @@
+"""Output heads: masked LM (tied to the token embeddings), NSP, classification.
+
+Every head returns float32 logits, also under mixed precision, so that
+softmax and losses run in float32.
+"""
+
+import keras
+from keras import ops
+
+from bert_tf.layers.embeddings import truncated_normal
+from bert_tf.layers.transformer import activation
+
+
+def gather_positions(sequence, positions):
+    """[batch, seq, H] at int positions [batch, P] -> [batch, P, H]."""
+    positions = ops.cast(positions, "int32")
+    return ops.take_along_axis(sequence, positions[:, :, None], axis=1)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class MaskedLMHead(keras.layers.Layer):
+    """Predicts the original tokens at `masked_lm_positions` only.
+
+    dense + activation + LayerNorm, then logits = x · Eᵀ + bias, where E is
+    the encoder's token embedding matrix (tied weights). Computing logits
+    only at the masked positions (not the whole sequence) is what keeps the
+    vocab projection cheap.
+
+    Args:
+        vocab_size: number of output classes (rows of E).
+        hidden_size: width H.
+        hidden_act: activation of the transform (`gelu`, `gelu_exact`).
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal initializers.
+        token_embedding: the encoder's `keras.layers.Embedding` to tie to;
+            if None the head owns an untied output matrix.
+
+    Example:
+    >>> import numpy as np
+    >>> head = MaskedLMHead(vocab_size=50, hidden_size=8)
+    >>> seq = np.random.rand(2, 6, 8).astype("float32")
+    >>> head(seq, np.array([[1, 2], [3, 0]])).shape
+    (2, 2, 50)
+    """
+
+    def __init__(self, vocab_size, hidden_size, hidden_act="gelu",
+                 layer_norm_eps=1e-12, initializer_range=0.02,
+                 token_embedding=None, **kwargs):
+        super().__init__(**kwargs)
+        # === Config ===
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.hidden_act = hidden_act
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self._activation = activation(hidden_act)
+
+        # === Layers ===
+        self.token_embedding = token_embedding
+        self.transform = keras.layers.Dense(
+            hidden_size, kernel_initializer=truncated_normal(
+                initializer_range), dtype=self.dtype_policy, name="transform")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm")
+
+    def build(self, sequence_output_shape, masked_lm_positions_shape=None):
+        self.transform.build((None, None, self.hidden_size))
+        self.layer_norm.build((None, None, self.hidden_size))
+        if self.token_embedding is None:
+            self.output_embeddings = self.add_weight(
+                shape=(self.vocab_size, self.hidden_size),
+                initializer=truncated_normal(self.initializer_range),
+                name="output_embeddings")
+        self.output_bias = self.add_weight(
+            shape=(self.vocab_size,), initializer="zeros", name="output_bias")
+        self.built = True
+
+    def call(self, sequence_output, masked_lm_positions):
+        x = gather_positions(sequence_output, masked_lm_positions)
+        x = self.layer_norm(self._activation(self.transform(x)))
+        table = (self.token_embedding.embeddings if self.token_embedding
+                 is not None else self.output_embeddings)
+        logits = ops.matmul(x, ops.transpose(ops.cast(table, x.dtype)))
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias,
+                                                      "float32")
+
+    def compute_output_spec(self, sequence_output, masked_lm_positions):
+        return keras.KerasTensor(
+            tuple(masked_lm_positions.shape) + (self.vocab_size,),
+            dtype="float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "hidden_act": self.hidden_act,
+            "layer_norm_eps": self.layer_norm_eps,
+            "initializer_range": self.initializer_range,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class ClassificationHead(keras.layers.Layer):
+    """Dropout + dense on a pooled vector: K-way logits (K=1: regression).
+
+    Args:
+        num_classes: number of outputs.
+        dropout: dropout rate before the dense layer.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Example:
+    >>> import numpy as np
+    >>> ClassificationHead(3)(np.random.rand(4, 8).astype("float32")).shape
+    (4, 3)
+    """
+
+    def __init__(self, num_classes, dropout=0.1, initializer_range=0.02,
+                 **kwargs):
+        super().__init__(**kwargs)
+        # === Config ===
+        self.num_classes = num_classes
+        self.dropout_rate = dropout
+        self.initializer_range = initializer_range
+
+        # === Layers ===
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dense = keras.layers.Dense(
+            num_classes, kernel_initializer=truncated_normal(
+                initializer_range), dtype=self.dtype_policy, name="logits")
+
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+        self.built = True
+
+    def call(self, pooled_output, training=None):
+        return ops.cast(
+            self.dense(self.dropout(pooled_output, training=training)),
+            "float32")
+
+    def compute_output_spec(self, pooled_output, training=None):
+        return keras.KerasTensor(
+            tuple(pooled_output.shape[:-1]) + (self.num_classes,),
+            dtype="float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_classes": self.num_classes,
+            "dropout": self.dropout_rate,
+            "initializer_range": self.initializer_range,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class NextSentenceHead(ClassificationHead):
+    """Binary IsNext (0) / NotNext (1) classifier on the pooled `[CLS]`.
+
+    The original BERT has no dropout here; the pooled output already passed
+    through the pooler.
+
+    Args:
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Example:
+    >>> import numpy as np
+    >>> NextSentenceHead()(np.random.rand(4, 8).astype("float32")).shape
+    (4, 2)
+    """
+
+    def __init__(self, initializer_range=0.02, **kwargs):
+        kwargs.pop("num_classes", None)
+        kwargs.pop("dropout", None)
+        super().__init__(num_classes=2, dropout=0.0,
+                         initializer_range=initializer_range, **kwargs)

@@ -1,0 +1,218 @@
+"""The post-LayerNorm transformer block of BERT: self-attention + feed-forward.
+
+Attention is written out (fused QKV projection, einsums, float32 softmax)
+rather than taken from `keras.layers.MultiHeadAttention` so that the weight
+layout maps one-to-one onto the original BERT checkpoints and the whole
+block stays XLA-friendly.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from bert_tf.layers.embeddings import truncated_normal
+
+# Added to the logits of masked-out keys; exp() of it is exactly 0 in float32.
+_MASK_LOGIT = -1e9
+
+
+def activation(name):
+    """The feed-forward activation named in `EncoderConfig.hidden_act`."""
+    if name == "gelu":  # The original BERT's tanh approximation.
+        return lambda x: keras.activations.gelu(x, approximate=True)
+    if name == "gelu_exact":
+        return lambda x: keras.activations.gelu(x, approximate=False)
+    if name == "relu":
+        return keras.activations.relu
+    raise ValueError(
+        f"hidden_act = {name!r}: must be one of gelu, gelu_exact, relu.")
+
+
+def attention_logit_bias(input_mask, causal):
+    """Additive float32 bias [batch, 1, query, key] from a [batch, key] mask."""
+    keep = ops.cast(input_mask, "bool")[:, None, None, :]
+    if causal:
+        length = ops.shape(input_mask)[1]
+        rows = ops.arange(length)[:, None]
+        cols = ops.arange(length)[None, :]
+        keep = ops.logical_and(keep, (cols <= rows)[None, None])
+    return ops.where(keep, 0.0, _MASK_LOGIT)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product self-attention with a padding mask.
+
+    Args:
+        hidden_size: input and output width H.
+        num_heads: number of heads A; H must be divisible by A.
+        dropout: dropout rate on the attention probabilities.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+        causal: if True, position i attends only to positions <= i.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = MultiHeadSelfAttention(hidden_size=8, num_heads=2)
+    >>> x = np.random.rand(2, 5, 8).astype("float32")
+    >>> layer(x, np.ones((2, 5), "int32")).shape
+    (2, 5, 8)
+    """
+
+    def __init__(self, hidden_size, num_heads, dropout=0.1,
+                 initializer_range=0.02, causal=False, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_heads:
+            raise ValueError(
+                f"hidden_size = {hidden_size} is not divisible by num_heads "
+                f"= {num_heads}.")
+        # === Config ===
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.dropout_rate = dropout
+        self.initializer_range = initializer_range
+        self.causal = causal
+
+        # === Layers ===
+        init = truncated_normal(initializer_range)
+        # One [H, 3H] projection: columns are [query | key | value].
+        self.qkv = keras.layers.Dense(
+            3 * hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+            name="qkv")
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+            name="output")
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+
+    def build(self, x_shape, input_mask_shape=None):
+        self.qkv.build((None, None, self.hidden_size))
+        self.output_dense.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, x, input_mask, training=None):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        qkv = ops.reshape(self.qkv(x),
+                          (batch, length, 3, self.num_heads, self.head_size))
+        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+        logits = ops.einsum("bqhd,bkhd->bhqk", query, key)
+        logits = ops.cast(logits, "float32") + attention_logit_bias(
+            input_mask, self.causal)
+        probs = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
+        probs = self.dropout(probs, training=training)
+        context = ops.einsum("bhqk,bkhd->bqhd", probs, value)
+        context = ops.reshape(context, (batch, length, self.hidden_size))
+        return self.output_dense(context)
+
+    def compute_output_shape(self, x_shape, input_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_heads": self.num_heads,
+            "dropout": self.dropout_rate,
+            "initializer_range": self.initializer_range,
+            "causal": self.causal,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class TransformerBlock(keras.layers.Layer):
+    """Post-LayerNorm block: x = LN(x + Attn(x)); x = LN(x + FFN(x)).
+
+    Args:
+        hidden_size: width H.
+        num_heads: attention heads A.
+        intermediate_size: feed-forward width.
+        hidden_act: `gelu`, `gelu_exact` or `relu`.
+        hidden_dropout: dropout on both sub-layer outputs.
+        attention_dropout: dropout on attention probabilities.
+        initializer_range: stddev of the truncated-normal initializers.
+        layer_norm_eps: LayerNorm epsilon.
+        causal: left-to-right attention instead of bidirectional.
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerBlock(hidden_size=8, num_heads=2,
+    ...                          intermediate_size=32)
+    >>> x = np.random.rand(2, 5, 8).astype("float32")
+    >>> block(x, np.ones((2, 5), "int32")).shape
+    (2, 5, 8)
+    """
+
+    def __init__(self, hidden_size, num_heads, intermediate_size,
+                 hidden_act="gelu", hidden_dropout=0.1, attention_dropout=0.1,
+                 initializer_range=0.02, layer_norm_eps=1e-12, causal=False,
+                 **kwargs):
+        super().__init__(**kwargs)
+        # === Config ===
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout = hidden_dropout
+        self.attention_dropout = attention_dropout
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        self.causal = causal
+        self._activation = activation(hidden_act)
+
+        # === Layers ===
+        init = truncated_normal(initializer_range)
+        policy = self.dtype_policy
+        self.attention = MultiHeadSelfAttention(
+            hidden_size, num_heads, attention_dropout, initializer_range,
+            causal, dtype=policy, name="attention")
+        self.attention_dropout_layer = keras.layers.Dropout(
+            hidden_dropout, dtype=policy)
+        self.attention_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=policy, name="attention_norm")
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, kernel_initializer=init, dtype=policy,
+            name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=policy, name="output")
+        self.output_dropout = keras.layers.Dropout(hidden_dropout,
+                                                   dtype=policy)
+        self.output_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=policy, name="output_norm")
+
+    def build(self, x_shape, input_mask_shape=None):
+        shape = (None, None, self.hidden_size)
+        self.attention.build(shape)
+        self.attention_norm.build(shape)
+        self.intermediate.build(shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_norm.build(shape)
+        self.built = True
+
+    def call(self, x, input_mask, training=None):
+        attended = self.attention(x, input_mask, training=training)
+        x = self.attention_norm(
+            x + self.attention_dropout_layer(attended, training=training))
+        hidden = self._activation(self.intermediate(x))
+        hidden = self.output_dropout(self.output_dense(hidden),
+                                     training=training)
+        return self.output_norm(x + hidden)
+
+    def compute_output_shape(self, x_shape, input_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_heads": self.num_heads,
+            "intermediate_size": self.intermediate_size,
+            "hidden_act": self.hidden_act,
+            "hidden_dropout": self.hidden_dropout,
+            "attention_dropout": self.attention_dropout,
+            "initializer_range": self.initializer_range,
+            "layer_norm_eps": self.layer_norm_eps,
+            "causal": self.causal,
+        })
+        return config

@@ -1,0 +1,43 @@
+"""Pre-training losses, in float32 whatever the compute dtype."""
+
+import tensorflow as tf
+from keras import ops
+
+
+def masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights):
+    """Cross-entropy at the masked positions, averaged over their weights.
+
+    Args:
+        masked_lm_ids: int [batch, P], the original tokens.
+        mlm_logits: [batch, P, vocab].
+        masked_lm_weights: [batch, P], 1.0 for real predictions, 0.0 for
+            padding slots.
+
+    Example:
+    >>> import numpy as np
+    >>> float(masked_lm_loss(np.array([[1]]), np.zeros((1, 1, 4)),
+    ...                      np.ones((1, 1))))  # log(4)
+    1.386...
+    """
+    per_token = ops.sparse_categorical_crossentropy(
+        masked_lm_ids, ops.cast(mlm_logits, "float32"), from_logits=True)
+    weights = ops.cast(masked_lm_weights, "float32")
+    # The original BERT's denominator: sum of weights + 1e-5.
+    return ops.sum(per_token * weights) / (ops.sum(weights) + 1e-5)
+
+
+def next_sentence_loss(next_sentence_labels, nsp_logits):
+    """Mean cross-entropy of IsNext (0) / NotNext (1)."""
+    labels = ops.reshape(next_sentence_labels, (-1,))
+    return ops.mean(ops.sparse_categorical_crossentropy(
+        labels, ops.cast(nsp_logits, "float32"), from_logits=True))
+
+
+def scale_for_replicas(loss):
+    """Divides a per-replica loss by the replica count.
+
+    Gradients are summed across replicas, so each replica contributes 1/n of
+    the global mean (what Keras's own losses do under tf.distribute).
+    """
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return loss if replicas == 1 else loss * (1.0 / replicas)

@@ -1,0 +1,151 @@
+"""BertEncoder: the bidirectional Transformer encoder of BERT as a functional
+Keras model with TF Hub input and output names."""
+
+import dataclasses
+
+import keras
+
+from bert_tf.config import EncoderConfig
+from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
+from bert_tf.layers.transformer import TransformerBlock
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def select_inputs(inputs, names):
+    """Drops dict entries a functional model does not take (labels, ids).
+
+    Lets one feature dict (e.g. a pre-training batch) feed every model
+    without Keras warning about unmatched keys.
+    """
+    if isinstance(inputs, dict):
+        return {name: inputs[name] for name in names if name in inputs}
+    return inputs
+
+
+def encoder_inputs(names=INPUT_NAMES):
+    """Symbolic int32 [batch, seq] inputs named as TF Hub BERT models."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in names}
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertEncoder(keras.Model):
+    """The BERT encoder (Devlin et al. 2018).
+
+    Inputs (int32, [batch, seq]): `input_word_ids`, `input_mask` (1 for
+    real tokens, 0 for padding) and `input_type_ids` (segment 0 or 1).
+    Outputs: `sequence_output` [batch, seq, H], `pooled_output` [batch, H]
+    (dense + tanh on `[CLS]`) and `encoder_outputs`, one [batch, seq, H]
+    tensor per layer.
+
+    Args:
+        vocab_size, hidden_size, num_layers, num_heads, intermediate_size,
+        max_position_embeddings, type_vocab_size, hidden_act,
+        hidden_dropout, attention_dropout, initializer_range,
+        layer_norm_eps, attention: as in `bert_tf.config.EncoderConfig`.
+        dtype: a Keras dtype policy (e.g. `mixed_bfloat16`); default global.
+
+    Example:
+    >>> import numpy as np
+    >>> encoder = BertEncoder.from_preset("bert_tiny")
+    >>> ids = np.array([[101, 7592, 102, 0]], "int32")
+    >>> out = encoder({"input_word_ids": ids,
+    ...                "input_mask": (ids > 0).astype("int32"),
+    ...                "input_type_ids": np.zeros_like(ids)})
+    >>> out["pooled_output"].shape, len(out["encoder_outputs"])
+    (TensorShape([1, 128]), 2)
+    """
+
+    def __init__(self, vocab_size=30522, hidden_size=768, num_layers=12,
+                 num_heads=12, intermediate_size=3072,
+                 max_position_embeddings=512, type_vocab_size=2,
+                 hidden_act="gelu", hidden_dropout=0.1, attention_dropout=0.1,
+                 initializer_range=0.02, layer_norm_eps=1e-12,
+                 attention="bidirectional", dtype=None, **kwargs):
+        config = EncoderConfig(
+            vocab_size=vocab_size, hidden_size=hidden_size,
+            num_layers=num_layers, num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size, hidden_act=hidden_act,
+            hidden_dropout=hidden_dropout,
+            attention_dropout=attention_dropout,
+            initializer_range=initializer_range,
+            layer_norm_eps=layer_norm_eps, attention=attention).validate()
+
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
+            hidden_dropout, initializer_range, layer_norm_eps, dtype=dtype,
+            name="embeddings")
+        self.transformer_layers = [
+            TransformerBlock(
+                hidden_size, num_heads, intermediate_size, hidden_act,
+                hidden_dropout, attention_dropout, initializer_range,
+                layer_norm_eps, causal=attention == "causal", dtype=dtype,
+                name=f"transformer_layer_{i}")
+            for i in range(num_layers)]
+        self.pooler = keras.layers.Dense(
+            hidden_size, activation="tanh",
+            kernel_initializer=truncated_normal(initializer_range),
+            dtype=dtype, name="pooler")
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        x = self.embeddings(inputs["input_word_ids"],
+                            inputs["input_type_ids"])
+        layer_outputs = []
+        for block in self.transformer_layers:
+            x = block(x, inputs["input_mask"])
+            layer_outputs.append(x)
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": self.pooler(x[:, 0, :]),
+            "encoder_outputs": layer_outputs,
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype,
+                         **kwargs)
+
+        # === Config ===
+        self.config = config
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        return super().call(select_inputs(inputs, INPUT_NAMES),
+                            training=training, mask=mask, **kwargs)
+
+    @property
+    def token_embedding(self):
+        """The token embedding layer (the masked-LM head is tied to it)."""
+        return self.embeddings.word_embeddings
+
+    @classmethod
+    def from_config_object(cls, config, **kwargs):
+        """Builds an encoder from an `EncoderConfig`."""
+        return cls(**dataclasses.asdict(config), **kwargs)
+
+    @classmethod
+    def from_preset(cls, name, **kwargs):
+        """Builds a randomly initialized encoder of a named size.
+
+        Example:
+        >>> BertEncoder.from_preset("bert_tiny").count_params()
+        4385920
+        """
+        from bert_tf import presets
+        return cls.from_config_object(presets.load_preset(name), **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            **dataclasses.asdict(self.config),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(
+                config["dtype"])
+        return cls(**config)

@@ -1,0 +1,123 @@
+"""Packing token ids into BERT's fixed-length model inputs (tf-text, in-graph).
+
+`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, segment ids 0 for `[CLS]`, A and
+the first `[SEP]`, 1 for B and the last `[SEP]`, then padding to a fixed
+length. Pairs too long are trimmed like the original BERT's
+`_truncate_seq_pair`: tokens come off the end of the longer segment
+(`round_robin`); `waterfall` trims the last segment first instead.
+"""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+TRUNCATORS = ("round_robin", "waterfall")
+
+
+def _as_ragged(ids):
+    if isinstance(ids, tf.RaggedTensor):
+        return ids
+    ids = tf.convert_to_tensor(ids)
+    return tf.RaggedTensor.from_tensor(ids)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertPacker(keras.layers.Layer):
+    """One or two segments of ids -> `input_word_ids/input_mask/input_type_ids`.
+
+    Args:
+        sequence_length: the fixed output length (special tokens included).
+        cls_id: id of `[CLS]`.
+        sep_id: id of `[SEP]`.
+        pad_id: id of `[PAD]`.
+        truncator: `round_robin` (trim the longer segment first, as the
+            original BERT) or `waterfall` (trim the last segment first).
+
+    Call args:
+        segments: int ids [batch, (tokens)] (Ragged or dense) or a tuple/list
+            of one or two of them; a 1-D tensor (one unbatched example) is
+            accepted too.
+
+    Returns:
+        a dict of int32 tensors [batch, sequence_length] (or
+        [sequence_length] for an unbatched example).
+
+    Example:
+    >>> packer = BertPacker(sequence_length=8, cls_id=101, sep_id=102)
+    >>> out = packer((tf.ragged.constant([[7, 8, 9]]),
+    ...               tf.ragged.constant([[5, 6]])))
+    >>> out["input_word_ids"].numpy().tolist()
+    [[101, 7, 8, 9, 102, 5, 6, 102]]
+    >>> out["input_type_ids"].numpy().tolist()
+    [[0, 0, 0, 0, 0, 1, 1, 1]]
+    """
+
+    def __init__(self, sequence_length, cls_id, sep_id, pad_id=0,
+                 truncator="round_robin", **kwargs):
+        kwargs.pop("dtype", None)
+        super().__init__(dtype="int32", **kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if sequence_length < 3:
+            raise ValueError(
+                f"sequence_length = {sequence_length}: must be >= 3 to hold "
+                "[CLS] and [SEP] and at least one token.")
+        if truncator not in TRUNCATORS:
+            raise ValueError(f"truncator = {truncator!r}: must be one of "
+                             f"{', '.join(TRUNCATORS)}.")
+        # === Config ===
+        self.sequence_length = int(sequence_length)
+        self.cls_id = int(cls_id)
+        self.sep_id = int(sep_id)
+        self.pad_id = int(pad_id)
+        self.truncator = truncator
+        self.built = True
+
+    def call(self, segments):
+        if not isinstance(segments, (tuple, list)):
+            segments = [segments]
+        if not 1 <= len(segments) <= 2:
+            raise ValueError(
+                f"BertPacker takes one or two segments, got {len(segments)}.")
+        unbatched = not isinstance(segments[0], tf.RaggedTensor) and \
+            tf.convert_to_tensor(segments[0]).shape.rank == 1
+        if unbatched:
+            segments = [tf.convert_to_tensor(s)[None] for s in segments]
+        segments = [tf.cast(_as_ragged(s), tf.int32) for s in segments]
+        budget = self.sequence_length - (len(segments) + 1)
+        trimmer_cls = (tf_text.RoundRobinTrimmer if self.truncator ==
+                       "round_robin" else tf_text.WaterfallTrimmer)
+        segments = trimmer_cls(budget).trim(segments)
+        ids, type_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=self.cls_id,
+            end_of_segment_id=self.sep_id)
+        word_ids, mask = tf_text.pad_model_inputs(
+            ids, self.sequence_length, pad_value=self.pad_id)
+        type_ids, _ = tf_text.pad_model_inputs(type_ids, self.sequence_length)
+        outputs = {
+            "input_word_ids": tf.cast(word_ids, tf.int32),
+            "input_mask": tf.cast(mask, tf.int32),
+            "input_type_ids": tf.cast(type_ids, tf.int32),
+        }
+        if unbatched:
+            outputs = {k: v[0] for k, v in outputs.items()}
+        return outputs
+
+    def compute_output_spec(self, segments):
+        first = segments[0] if isinstance(segments, (tuple, list)) else \
+            segments
+        shape = tuple(first.shape[:-1]) + (self.sequence_length,)
+        return {name: keras.KerasTensor(shape, dtype="int32") for name in
+                ("input_word_ids", "input_mask", "input_type_ids")}
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("dtype", None)
+        config.update({
+            "sequence_length": self.sequence_length,
+            "cls_id": self.cls_id,
+            "sep_id": self.sep_id,
+            "pad_id": self.pad_id,
+            "truncator": self.truncator,
+        })
+        return config

@@ -1,0 +1,80 @@
+"""BertPreprocessor: raw strings -> the three encoder inputs.
+
+The one preprocessing path of the project: the same layer runs in
+pre-training and fine-tuning `tf.data` pipelines and inside exported
+serving graphs.
+"""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.text.packer import BertPacker
+from bert_tf.text.tokenizer import BertTokenizer
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertPreprocessor(keras.layers.Layer):
+    """Tokenizes one or two texts and packs them for the encoder.
+
+    Args:
+        vocabulary: a vocab.txt path, a `Vocab` or a token list.
+        sequence_length: output length, special tokens included.
+        lower_case: see `BertTokenizer` (None: from the vocab).
+        strip_accents: see `BertTokenizer`.
+        truncator: see `BertPacker`.
+
+    Call args:
+        text: tf.string [batch] (or scalar), or a tuple `(text_a, text_b)`.
+
+    Example:
+    >>> pre = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...                         "hi", "there"], sequence_length=6)
+    >>> pre((tf.constant(["Hi"]), tf.constant(["there"])))[
+    ...     "input_word_ids"].numpy().tolist()
+    [[2, 5, 3, 6, 3, 0]]
+    """
+
+    def __init__(self, vocabulary, sequence_length=128, lower_case=None,
+                 strip_accents=None, truncator="round_robin", **kwargs):
+        kwargs.pop("dtype", None)
+        super().__init__(dtype="int32", **kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        # === Layers ===
+        self.tokenizer = BertTokenizer(vocabulary, lower_case, strip_accents,
+                                       name="tokenizer")
+        vocab = self.tokenizer.vocab
+        self.packer = BertPacker(sequence_length, vocab.cls_id, vocab.sep_id,
+                                 vocab.pad_id, truncator, name="packer")
+        self.built = True
+
+    @property
+    def sequence_length(self):
+        return self.packer.sequence_length
+
+    def call(self, text):
+        texts = text if isinstance(text, (tuple, list)) else [text]
+        return self.packer([self.tokenizer(t) for t in texts])
+
+    def compute_output_spec(self, text):
+        first = text[0] if isinstance(text, (tuple, list)) else text
+        shape = tuple(first.shape) + (self.sequence_length,)
+        return {name: keras.KerasTensor(shape, dtype="int32") for name in
+                ("input_word_ids", "input_mask", "input_type_ids")}
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("dtype", None)
+        config.update({
+            "vocabulary": self.tokenizer.vocabulary,
+            "sequence_length": self.sequence_length,
+            "lower_case": self.tokenizer.lower_case,
+            "strip_accents": self.tokenizer.strip_accents,
+            "truncator": self.packer.truncator,
+        })
+        return config
+
+
+def as_strings(text):
+    """Converts Python str/bytes (or lists of them) to a tf.string tensor."""
+    return tf.convert_to_tensor(text, dtype=tf.string)

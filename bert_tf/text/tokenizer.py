@@ -1,0 +1,201 @@
+"""WordPiece tokenization as a Keras layer, entirely in-graph (tf-text).
+
+Text is normalized the way the original BERT `BasicTokenizer` does it
+(invalid UTF-8 replaced, control characters dropped, whitespace unified,
+then for uncased vocabs: lower-case, NFD, accents stripped) and then split
+and word-pieced by `tf_text.FastBertTokenizer`. FastBertTokenizer's own
+`lower_case_nfd_strip_accents` is not used: it also applies compatibility
+folding (ß→ss, ﬁ→fi, fullwidth→ASCII) that the original does not, so ids
+would differ from every released BERT checkpoint's tokenizer on such text.
+
+Known remaining difference: TF lower-cases code point by code point, so a
+word-final Greek capital sigma becomes σ where Python's `str.lower` gives ς.
+"""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf.text.vocab import Vocab, read_vocab, validate_tokens
+
+# Words longer than this many bytes become [UNK] (original: 100 characters).
+MAX_BYTES_PER_WORD = 100
+
+
+def normalize_text(text, lower_case=True, strip_accents=None):
+    """The original BERT text clean-up, elementwise on a string tensor.
+
+    Args:
+        text: tf.string tensor of any shape.
+        lower_case: lower-case the text (uncased vocabs).
+        strip_accents: NFD-decompose and drop combining marks; defaults to
+            `lower_case`, as in the original.
+
+    Example:
+    >>> normalize_text(tf.constant("Café\\x00 Déjà")).numpy().decode()
+    'cafe deja'
+    """
+    strip_accents = lower_case if strip_accents is None else strip_accents
+    text = tf.strings.unicode_transcode(
+        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+    text = tf.strings.regex_replace(text, r"[\t\n\r]", " ")
+    text = tf.strings.regex_replace(text, r"[\x{0}\x{fffd}\p{Cc}\p{Cf}]", "")
+    if lower_case:
+        text = tf.strings.lower(text, encoding="utf-8")
+    if strip_accents:
+        text = tf_text.normalize_utf8(text, "NFD")
+        text = tf.strings.regex_replace(text, r"\p{Mn}", "")
+    return text
+
+
+def _next_offsets(starts, lengths):
+    """End byte of each character: the next one's start, or the length."""
+    flat = starts.flat_values
+    limits = starts.row_limits()
+    last = tf.boolean_mask(limits - 1, limits > starts.row_starts())
+    ends = tf.tensor_scatter_nd_update(
+        tf.concat([flat[1:], flat[:1]], axis=0), last[:, None],
+        tf.boolean_mask(tf.cast(lengths, flat.dtype),
+                        limits > starts.row_starts()))
+    return starts.with_flat_values(ends)
+
+
+def _vocab_tokens(vocabulary):
+    if isinstance(vocabulary, Vocab):
+        return list(vocabulary.tokens)
+    if isinstance(vocabulary, (list, tuple)):
+        tokens = [str(t) for t in vocabulary]
+        validate_tokens(tokens)
+        return tokens
+    return list(read_vocab(vocabulary).tokens)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertTokenizer(keras.layers.Layer):
+    """Strings -> WordPiece ids (ragged), optionally with byte offsets.
+
+    Works eagerly, inside `tf.data.Dataset.map` and inside a `tf.function`
+    or exported SavedModel (the vocab is a graph constant).
+
+    Args:
+        vocabulary: a vocab.txt path, a `Vocab` or a list of tokens.
+        lower_case: lower-case input (uncased vocab). None: decided from the
+            vocab (a vocab with upper-case word pieces is cased).
+        strip_accents: strip accents; None: same as `lower_case`.
+
+    Call args:
+        text: tf.string [batch] (or a scalar).
+
+    Returns:
+        int32 ids, a RaggedTensor [batch, (tokens)] (a 1-D Tensor for a
+        scalar input).
+
+    Example:
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+    ...                            "[MASK]", "hello", "world", "##s", "!"])
+    >>> tokenizer(tf.constant(["Hello worlds!"])).to_list()
+    [[5, 6, 7, 8]]
+    """
+
+    def __init__(self, vocabulary, lower_case=None, strip_accents=None,
+                 **kwargs):
+        kwargs.pop("dtype", None)
+        super().__init__(dtype="int32", **kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        # === Config ===
+        self.vocabulary = _vocab_tokens(vocabulary)
+        vocab = Vocab(tuple(self.vocabulary))
+        self.lower_case = (not vocab.is_cased if lower_case is None
+                           else bool(lower_case))
+        self.strip_accents = strip_accents
+        self.vocab = vocab
+
+        # === Tokenizer ===
+        self._wordpiece = tf_text.FastBertTokenizer(
+            vocab=self.vocabulary, suffix_indicator="##",
+            max_bytes_per_word=MAX_BYTES_PER_WORD, token_out_type=tf.int32,
+            unknown_token="[UNK]", lower_case_nfd_strip_accents=False)
+        self.built = True
+
+    @property
+    def vocab_size(self):
+        return len(self.vocabulary)
+
+    def _normalize(self, text):
+        return normalize_text(text, self.lower_case, self.strip_accents)
+
+    def call(self, text):
+        text = tf.convert_to_tensor(text, dtype=tf.string)
+        if text.shape.rank == 0:
+            return self._wordpiece.tokenize(self._normalize(text[None]))[0]
+        return self._wordpiece.tokenize(self._normalize(text))
+
+    def tokenize_with_offsets(self, text):
+        """Ids plus byte offsets into the *original* strings.
+
+        The same ids as `call`; offsets are [start, end) byte positions of
+        each piece in the un-normalized input (for span answers).
+
+        Returns:
+            (ids, starts, ends), each a RaggedTensor [batch, (tokens)].
+
+        Example:
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+        ...                            "[MASK]", "cafe", "ole"])
+        >>> ids, starts, ends = tokenizer.tokenize_with_offsets(
+        ...     tf.constant(["Café Olé"]))
+        >>> ids.to_list(), starts.to_list(), ends.to_list()
+        ([[5, 6]], [[0, 6]], [[5, 10]])
+        """
+        text = tf.convert_to_tensor(text, dtype=tf.string)
+        scalar = text.shape.rank == 0
+        if scalar:
+            text = text[None]
+        # Normalize character by character only to learn how many
+        # normalized bytes each source character became; the ids come from
+        # the whole-string normalization (as in `call`: lower-casing is
+        # context-sensitive for final sigma, with the same byte length).
+        chars, char_starts = tf.strings.unicode_decode_with_offsets(
+            text, "UTF-8", errors="replace", replacement_char=0xFFFD)
+        char_ends = _next_offsets(char_starts, tf.strings.length(text))
+        char_strings = tf.strings.unicode_encode(chars[..., None], "UTF-8")
+        normalized = tf.ragged.map_flat_values(self._normalize, char_strings)
+        norm_lengths = tf.cast(tf.strings.length(normalized), tf.int64)
+        norm_starts = tf.math.cumsum(norm_lengths, axis=-1) - norm_lengths
+        ids, starts, ends = self._wordpiece.tokenize_with_offsets(
+            self._normalize(text))
+
+        def to_source(offsets, char_bounds):
+            # Index of the character whose normalized bytes hold each offset.
+            index = tf.searchsorted(
+                norm_starts.to_tensor(default_value=tf.int64.max),
+                tf.cast(offsets, tf.int64).to_tensor(), side="right") - 1
+            bounds = tf.gather(char_bounds.to_tensor(), tf.maximum(index, 0),
+                               batch_dims=1)
+            return tf.RaggedTensor.from_tensor(
+                bounds, lengths=offsets.row_lengths())
+
+        starts = to_source(starts, char_starts)
+        ends = to_source(ends - 1, char_ends)
+        if scalar:
+            return ids[0], starts[0], ends[0]
+        return ids, starts, ends
+
+    def id_to_token(self, ids):
+        """Ids (any shape) -> token strings."""
+        return tf.gather(tf.constant(self.vocabulary), ids)
+
+    def compute_output_spec(self, text):
+        return keras.KerasTensor(tuple(text.shape) + (None,), dtype="int32",
+                                 ragged=True)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("dtype", None)
+        config.update({
+            "vocabulary": self.vocabulary,
+            "lower_case": self.lower_case,
+            "strip_accents": self.strip_accents,
+        })
+        return config
