@@ -56,7 +56,9 @@ class MaskedLMHead(keras.layers.Layer):
         self._activation = activation(hidden_act)
 
         # === Layers ===
-        self.token_embedding = token_embedding
+        # Held outside Keras/TF tracking: the table belongs to the encoder,
+        # and one owner keeps one checkpoint path per variable.
+        object.__setattr__(self, "token_embedding", token_embedding)
         self.transform = keras.layers.Dense(
             hidden_size, kernel_initializer=truncated_normal(
                 initializer_range), dtype=self.dtype_policy, name="transform")
@@ -128,7 +130,7 @@ class ClassificationHead(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.dense = keras.layers.Dense(
             num_classes, kernel_initializer=truncated_normal(
-                initializer_range), dtype=self.dtype_policy, name="logits")
+                initializer_range), dtype=self.dtype_policy, name="dense")
 
     def build(self, input_shape):
         self.dense.build(input_shape)

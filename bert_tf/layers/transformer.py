@@ -82,7 +82,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             name="qkv")
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
-            name="output")
+            name="output_dense")
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, x_shape, input_mask_shape=None):
@@ -175,7 +175,8 @@ class TransformerBlock(keras.layers.Layer):
             intermediate_size, kernel_initializer=init, dtype=policy,
             name="intermediate")
         self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=init, dtype=policy, name="output")
+            hidden_size, kernel_initializer=init, dtype=policy,
+            name="output_dense")
         self.output_dropout = keras.layers.Dropout(hidden_dropout,
                                                    dtype=policy)
         self.output_norm = keras.layers.LayerNormalization(

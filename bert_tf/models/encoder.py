@@ -119,6 +119,14 @@ class BertEncoder(keras.Model):
         """The token embedding layer (the masked-LM head is tied to it)."""
         return self.embeddings.word_embeddings
 
+    def checkpoint_items(self):
+        """Sub-layers by name, for `tf.train.Checkpoint` (stable keys such as
+        `transformer_layer_0/attention/qkv/kernel`)."""
+        items = {"embeddings": self.embeddings, "pooler": self.pooler}
+        for block in self.transformer_layers:
+            items[block.name] = block
+        return items
+
     @classmethod
     def from_config_object(cls, config, **kwargs):
         """Builds an encoder from an `EncoderConfig`."""

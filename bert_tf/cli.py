@@ -1,0 +1,111 @@
+"""The `bert-tf` command: parse, call the library, print what was written where."""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def _presets(args):
+    from bert_tf import presets
+
+    print(f"{'preset':<20} {'L':>3} {'H':>5} {'A':>3} {'parameters':>13}")
+    for name in presets.available():
+        cfg = presets.load_preset(name)
+        print(f"{name:<20} {cfg.num_layers:>3} {cfg.hidden_size:>5} "
+              f"{cfg.num_heads:>3} {cfg.num_parameters():>13,}")
+
+
+def _config(args):
+    import yaml
+
+    from bert_tf import config, presets
+
+    path = presets.preset_path(args.preset) if args.preset else args.config
+    cfg = config.load_config(path, config.ModelConfig, args.set)
+    print(yaml.safe_dump(config.to_dict(cfg), sort_keys=False), end="")
+
+
+def _convert(args):
+    from bert_tf import checkpoints
+
+    checkpoints.convert(args.source, args.input, args.output, args.vocab)
+
+
+def _samples(args):
+    from bert_tf.data import samples
+
+    for name in args.names or sorted(samples.ASSETS):
+        path = samples.fetch(name, cache=args.cache, log=print)
+        print(f"{name:<13} {path}")
+
+
+def _demo(args):
+    from bert_tf import demo
+
+    demo.main(output_dir=args.output)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="bert-tf",
+        description="BERT pre-training, fine-tuning and serving in "
+                    "TensorFlow 2 / Keras 3.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("presets", help="list the encoder sizes and their "
+                                       "parameter counts")
+    p.set_defaults(func=_presets)
+
+    p = sub.add_parser("config", help="print a resolved model config")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--preset", help="a preset name (see `presets`)")
+    group.add_argument("--config", help="a model YAML file")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override, e.g. encoder.num_layers=4 (repeatable)")
+    p.set_defaults(func=_config)
+
+    p = sub.add_parser(
+        "convert", help="import a foreign checkpoint into a bert_tf "
+                        "checkpoint directory")
+    p.add_argument("--from", dest="source", required=True,
+                   choices=("hf", "tf1", "garden"),
+                   help="hf: config.json + model.safetensors or "
+                        "pytorch_model.bin; tf1: bert_config.json + "
+                        "bert_model.ckpt; garden: Model Garden BertEncoderV2 "
+                        "checkpoint + bert_config.json")
+    p.add_argument("--input", required=True, help="checkpoint directory or "
+                                                  "file")
+    p.add_argument("--output", required=True, help="directory to write "
+                                                   "config.yaml, vocab.txt, "
+                                                   "model.ckpt.* into")
+    p.add_argument("--vocab", help="vocab.txt (default: next to the input)")
+    p.set_defaults(func=_convert)
+
+    p = sub.add_parser("samples", help="fetch the real sample data and "
+                                       "weights into the cache")
+    p.add_argument("names", nargs="*", help="assets (default: all)")
+    p.add_argument("--cache", help="cache directory (default: "
+                                   "$BERT_TF_CACHE or ~/.cache/bert_tf)")
+    p.set_defaults(func=_samples)
+
+    p = sub.add_parser("demo", help="the guided tour (what `make demo` runs)")
+    p.add_argument("--output", default="demo_out",
+                   help="directory for what the demo writes")
+    p.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
+        print(f"bert-tf {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

