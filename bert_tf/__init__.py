@@ -1,1 +1,43 @@
-"""bert_tf: BERT pre-training, fine-tuning and serving in TensorFlow 2 / Keras 3."""
+"""bert_tf: BERT pre-training, fine-tuning and serving in TensorFlow 2 / Keras 3.
+
+The public API, loaded on first use (so `bert-tf --help` does not import
+TensorFlow):
+
+    from bert_tf import BertEncoder, BertPretrainer, BertPreprocessor
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "EncoderConfig": "bert_tf.config",
+    "ModelConfig": "bert_tf.config",
+    "load_config": "bert_tf.config",
+    "BertEncoder": "bert_tf.models.encoder",
+    "BertPretrainer": "bert_tf.models.pretrainer",
+    "BertEmbeddings": "bert_tf.layers.embeddings",
+    "TransformerBlock": "bert_tf.layers.transformer",
+    "MultiHeadSelfAttention": "bert_tf.layers.transformer",
+    "MaskedLMHead": "bert_tf.layers.heads",
+    "NextSentenceHead": "bert_tf.layers.heads",
+    "ClassificationHead": "bert_tf.layers.heads",
+    "BertTokenizer": "bert_tf.text.tokenizer",
+    "BertPacker": "bert_tf.text.packer",
+    "BertPreprocessor": "bert_tf.text.preprocessor",
+    "Vocab": "bert_tf.text.vocab",
+    "read_vocab": "bert_tf.text.vocab",
+}
+_MODULES = ("checkpoints", "config", "presets", "samples")
+
+__all__ = sorted(_EXPORTS) + list(_MODULES)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name == "samples":
+        return importlib.import_module("bert_tf.data.samples")
+    if name in _MODULES:
+        return importlib.import_module(f"bert_tf.{name}")
+    raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")

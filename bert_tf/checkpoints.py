@@ -638,10 +638,15 @@ def to_garden_encoder(encoder):
     weights = export_weights(encoder)
     for attr, canonical, shape in _garden_spec(
             cfg.num_layers, cfg.hidden_size, cfg.num_heads):
-        target = garden
-        for part in attr.split("/"):
-            target = target[int(part)] if part.isdigit() else getattr(
-                target, part)
+        *path, variable_name = attr.split("/")
+        layer = garden
+        for part in path:
+            layer = layer[int(part)] if part.isdigit() else getattr(layer,
+                                                                    part)
+        # Checkpoint keys use the variable's name, not a Python attribute.
+        target, = [w for w in layer.weights
+                   if w.name.split(":")[0].endswith("/" + variable_name) or
+                   w.name.split(":")[0] == variable_name]
         target.assign(weights[canonical].reshape(target.shape))
     if cfg.layer_norm_eps != 1e-12:
         raise ValueError("Model Garden's BertEncoderV2 fixes LayerNorm "

@@ -1,0 +1,69 @@
+"""Shared fixtures: tiny configs, real weights from the sample cache."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TINY = dict(vocab_size=120, hidden_size=32, num_layers=2, num_heads=2,
+            intermediate_size=64, max_position_embeddings=64)
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.fixture
+def tiny_config():
+    return dict(TINY)
+
+
+def random_inputs(batch=3, length=12, vocab=120, seed=0, pad_from=None):
+    """Encoder inputs with the last row padded from `pad_from` on."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, vocab, size=(batch, length)).astype("int32")
+    mask = np.ones_like(ids)
+    if pad_from is not None:
+        ids[-1, pad_from:] = 0
+        mask[-1, pad_from:] = 0
+    types = np.zeros_like(ids)
+    types[:, length // 2:] = 1
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+
+
+def pretraining_batch(batch=4, length=16, vocab=120, predictions=3, seed=0):
+    rng = np.random.default_rng(seed)
+    features = random_inputs(batch, length, vocab, seed)
+    positions = np.stack([rng.choice(np.arange(1, length), predictions,
+                                     replace=False) for _ in range(batch)])
+    features.update(
+        masked_lm_positions=positions.astype("int32"),
+        masked_lm_ids=np.take_along_axis(features["input_word_ids"],
+                                         positions, 1),
+        masked_lm_weights=np.ones((batch, predictions), "float32"),
+        next_sentence_labels=rng.integers(0, 2, size=(batch,)).astype(
+            "int32"))
+    return features
+
+
+@pytest.fixture(scope="session")
+def minilm_dir():
+    """The real all-MiniLM-L6-v2 files (fetched once into the cache)."""
+    from bert_tf.data import samples
+    return samples.fetch("minilm")
+
+
+@pytest.fixture(scope="session")
+def antiberty_dir():
+    from bert_tf.data import samples
+    return samples.fetch("antiberty") / "AntiBERTy_md_smooth"
+
+
+@pytest.fixture(scope="session")
+def minilm(minilm_dir, tmp_path_factory):
+    """MiniLM imported through the HF importer, as a `Pretrained`."""
+    from bert_tf import checkpoints
+    out = tmp_path_factory.mktemp("minilm")
+    return checkpoints.convert("hf", minilm_dir, out, log=lambda *a: None)

@@ -1,0 +1,128 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import checkpoints
+from bert_tf.models.encoder import BertEncoder
+from conftest import TINY, random_inputs
+
+
+def test_outputs_and_names(tiny_config):
+    encoder = BertEncoder(**tiny_config)
+    assert sorted(t.name for t in encoder.inputs) == [
+        "input_mask", "input_type_ids", "input_word_ids"]
+    assert all(t.dtype == "int32" for t in encoder.inputs)
+    out = encoder(random_inputs())
+    assert out["sequence_output"].shape == (3, 12, 32)
+    assert out["pooled_output"].shape == (3, 32)
+    assert len(out["encoder_outputs"]) == 2
+    np.testing.assert_array_equal(out["encoder_outputs"][-1],
+                                  out["sequence_output"])
+    # Pooled = tanh(dense([CLS])).
+    expected = np.tanh(out["sequence_output"].numpy()[:, 0] @
+                       encoder.pooler.kernel.numpy() +
+                       encoder.pooler.bias.numpy())
+    np.testing.assert_allclose(out["pooled_output"], expected, atol=1e-5)
+
+
+def test_built_parameter_counts_match_the_paper():
+    assert BertEncoder.from_preset("bert_base").count_params() == 109_482_240
+
+
+def test_padding_does_not_change_real_positions(tiny_config):
+    encoder = BertEncoder(**tiny_config)
+    inputs = random_inputs(pad_from=7)
+    out = encoder(inputs)["sequence_output"].numpy()
+    garbage = {k: v.copy() for k, v in inputs.items()}
+    garbage["input_word_ids"][-1, 7:] = 99
+    out2 = encoder(garbage)["sequence_output"].numpy()
+    np.testing.assert_allclose(out[-1, :7], out2[-1, :7], atol=1e-5)
+    # And a padded row equals the same row run alone without padding.
+    alone = {k: v[-1:, :7] for k, v in inputs.items()}
+    np.testing.assert_allclose(
+        encoder(alone)["sequence_output"].numpy()[0], out[-1, :7], atol=1e-5)
+
+
+def test_extra_features_are_ignored(tiny_config):
+    encoder = BertEncoder(**tiny_config)
+    inputs = random_inputs()
+    with_labels = dict(inputs, masked_lm_ids=inputs["input_word_ids"])
+    np.testing.assert_array_equal(encoder(inputs)["pooled_output"],
+                                  encoder(with_labels)["pooled_output"])
+
+
+def test_keras_file_round_trip(tiny_config, tmp_path):
+    encoder = BertEncoder(**tiny_config, attention="causal",
+                          hidden_act="gelu_exact")
+    path = tmp_path / "encoder.keras"
+    encoder.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, BertEncoder)
+    assert loaded.get_config() == encoder.get_config()
+    inputs = random_inputs(pad_from=5)
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_array_equal(encoder(inputs)[key],
+                                      loaded(inputs)[key])
+
+
+def test_tf_checkpoint_round_trip(tiny_config, tmp_path):
+    encoder = BertEncoder(**tiny_config)
+    prefix = checkpoints.model_checkpoint(encoder).write(
+        str(tmp_path / "ckpt"))
+    other = BertEncoder(**tiny_config)
+    checkpoints.restore_model(prefix, other)
+    inputs = random_inputs()
+    np.testing.assert_array_equal(encoder(inputs)["sequence_output"],
+                                  other(inputs)["sequence_output"])
+    keys = [k for k, _ in tf.train.list_variables(prefix)]
+    assert any("encoder/transformer_layer_1/attention/qkv/" in k
+               for k in keys)
+
+
+def test_restore_into_wrong_config_names_the_variable(tiny_config, tmp_path):
+    prefix = checkpoints.model_checkpoint(BertEncoder(**tiny_config)).write(
+        str(tmp_path / "ckpt"))
+    wider = BertEncoder(**dict(tiny_config, intermediate_size=96))
+    with pytest.raises(ValueError, match=r"intermediate/kernel.*\(32, 64\).*"
+                                         r"\(32, 96\)"):
+        checkpoints.restore_model(prefix, wider)
+    deeper = BertEncoder(**dict(tiny_config, num_layers=3))
+    with pytest.raises(ValueError, match="transformer_layer_2"):
+        checkpoints.restore_model(prefix, deeper)
+
+
+def _train_steps(model, inputs, steps=3, jit_compile=False):
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=None,
+                  jit_compile=jit_compile)
+    history = model.fit(tf.data.Dataset.from_tensors(inputs).repeat(steps),
+                        verbose=0)
+    return history.history["loss"]
+
+
+def test_mixed_bfloat16_close_to_float32(tiny_config):
+    inputs = random_inputs(pad_from=6)
+    reference = BertEncoder(**tiny_config)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        mixed = BertEncoder(**tiny_config)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    mixed.set_weights(reference.get_weights())
+    assert mixed.embeddings.word_embeddings.embeddings.dtype == "float32"
+    out = mixed(inputs)
+    assert out["sequence_output"].dtype == tf.bfloat16
+    delta = np.abs(tf.cast(out["sequence_output"], tf.float32).numpy() -
+                   reference(inputs)["sequence_output"].numpy())
+    # bfloat16 keeps 8 bits of mantissa; activations are O(1) after LN.
+    assert delta.max() < 0.1, delta.max()
+    assert delta.mean() < 0.02, delta.mean()
+
+
+def test_jit_compiled_encoder_matches_eager(tiny_config):
+    encoder = BertEncoder(**tiny_config)
+    inputs = random_inputs(pad_from=4)
+    compiled = tf.function(lambda x: encoder(x)["sequence_output"],
+                           jit_compile=True)
+    np.testing.assert_allclose(compiled(inputs),
+                               encoder(inputs)["sequence_output"], atol=1e-5)

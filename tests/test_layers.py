@@ -1,0 +1,94 @@
+import keras
+import numpy as np
+import pytest
+
+from bert_tf.layers.embeddings import BertEmbeddings
+from bert_tf.layers.heads import (ClassificationHead, MaskedLMHead,
+                                  NextSentenceHead)
+from bert_tf.layers.transformer import MultiHeadSelfAttention, TransformerBlock
+
+
+def _x(batch=2, length=6, width=16, seed=0):
+    return np.random.default_rng(seed).normal(
+        size=(batch, length, width)).astype("float32")
+
+
+@pytest.mark.parametrize("layer", [
+    BertEmbeddings(vocab_size=50, hidden_size=16, max_position_embeddings=32,
+                   dropout=0.2, layer_norm_eps=1e-6),
+    MultiHeadSelfAttention(hidden_size=16, num_heads=4, dropout=0.0,
+                           causal=True),
+    TransformerBlock(hidden_size=16, num_heads=2, intermediate_size=32,
+                     hidden_act="gelu_exact"),
+    MaskedLMHead(vocab_size=50, hidden_size=16, hidden_act="relu"),
+    ClassificationHead(num_classes=3, dropout=0.3),
+    NextSentenceHead(initializer_range=0.05),
+])
+def test_get_config_round_trip(layer):
+    config = layer.get_config()
+    clone = layer.__class__.from_config(config)
+    assert clone.get_config() == config
+
+
+def test_attention_ignores_masked_keys():
+    layer = MultiHeadSelfAttention(hidden_size=16, num_heads=2, dropout=0.0)
+    x = _x()
+    mask = np.array([[1, 1, 1, 1, 0, 0]] * 2, "int32")
+    changed = x.copy()
+    changed[:, 4:] = 100.0  # garbage in the padded positions
+    a = layer(x, mask).numpy()
+    b = layer(changed, mask).numpy()
+    np.testing.assert_allclose(a[:, :4], b[:, :4], atol=1e-6)
+
+
+def test_causal_attention_does_not_look_ahead():
+    layer = MultiHeadSelfAttention(hidden_size=16, num_heads=2, dropout=0.0,
+                                   causal=True)
+    x = _x()
+    mask = np.ones((2, 6), "int32")
+    changed = x.copy()
+    changed[:, 3:] += 1.0
+    a, b = layer(x, mask).numpy(), layer(changed, mask).numpy()
+    np.testing.assert_allclose(a[:, :3], b[:, :3], atol=1e-6)
+    assert np.abs(a[:, 3:] - b[:, 3:]).max() > 1e-3
+    bidirectional = MultiHeadSelfAttention(hidden_size=16, num_heads=2,
+                                           dropout=0.0)
+    a, b = bidirectional(x, mask).numpy(), bidirectional(changed, mask).numpy()
+    assert np.abs(a[:, :3] - b[:, :3]).max() > 1e-3
+
+
+def test_embeddings_sum_of_three_tables():
+    layer = BertEmbeddings(vocab_size=10, hidden_size=4,
+                           max_position_embeddings=8, dropout=0.0)
+    ids = np.array([[3, 4, 5]], "int32")
+    types = np.array([[0, 0, 1]], "int32")
+    out = layer(ids, types).numpy()
+    raw = (layer.word_embeddings.embeddings.numpy()[ids[0]] +
+           layer.type_embeddings.embeddings.numpy()[types[0]] +
+           layer.position_embeddings.embeddings.numpy()[:3])
+    expected = (raw - raw.mean(-1, keepdims=True)) / np.sqrt(
+        raw.var(-1, keepdims=True) + 1e-12)
+    np.testing.assert_allclose(out[0], expected, atol=1e-5)
+
+
+def test_gelu_variants_differ_as_expected():
+    from bert_tf.layers.transformer import activation
+    x = np.linspace(-3, 3, 7).astype("float32")
+    tanh, erf = activation("gelu")(x).numpy(), activation("gelu_exact")(x)
+    assert 0 < np.abs(tanh - erf.numpy()).max() < 1e-3
+
+
+def test_masked_lm_head_gathers_positions_and_ties_weights():
+    table = keras.layers.Embedding(30, 8)
+    table.build(None)
+    head = MaskedLMHead(vocab_size=30, hidden_size=8, token_embedding=table)
+    seq = _x(2, 5, 8)
+    logits = head(seq, np.array([[0, 4], [2, 2]], "int32")).numpy()
+    assert logits.shape == (2, 2, 30) and logits.dtype == np.float32
+    np.testing.assert_allclose(logits[1, 0], logits[1, 1], atol=1e-6)
+    # The output matrix is the embedding table: not a weight of the head.
+    assert all(w is not table.embeddings for w in head.weights)
+    transformed = head.layer_norm(keras.activations.gelu(
+        head.transform(seq[:1, :1]), approximate=True)).numpy()
+    expected = transformed[0, 0] @ table.embeddings.numpy().T
+    np.testing.assert_allclose(logits[0, 0], expected, atol=1e-4)
