@@ -126,3 +126,11 @@ def test_jit_compiled_encoder_matches_eager(tiny_config):
                            jit_compile=True)
     np.testing.assert_allclose(compiled(inputs),
                                encoder(inputs)["sequence_output"], atol=1e-5)
+
+
+def test_too_long_input_is_a_clear_error(tiny_config):
+    encoder = BertEncoder(**tiny_config)
+    with pytest.raises(ValueError, match=r"input_word_ids has 65 positions "
+                                         r"but this model has "
+                                         r"max_position_embeddings = 64"):
+        encoder(random_inputs(length=65))

@@ -90,15 +90,19 @@ def test_keras_file_round_trip(tiny_config, tmp_path):
     assert loaded.masked_lm.token_embedding is loaded.encoder.token_embedding
 
 
-def test_mixed_bfloat16_and_jit_train_a_step(tiny_config):
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+@pytest.mark.parametrize("policy, jit", [("mixed_bfloat16", False),
+                                          ("float32", True),
+                                          ("mixed_bfloat16", True)])
+def test_mixed_precision_and_xla_train(tiny_config, policy, jit):
+    keras.mixed_precision.set_global_policy(policy)
     try:
         model = BertPretrainer(BertEncoder(**tiny_config))
     finally:
         keras.mixed_precision.set_global_policy("float32")
     out = model(pretraining_batch())
     assert out["mlm_logits"].dtype == tf.float32
-    model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=True)
+    assert model.encoder.token_embedding.embeddings.dtype == "float32"
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=jit)
     history = model.fit(_dataset(steps=6), epochs=2, verbose=0).history
     assert np.isfinite(history["loss"]).all()
     assert history["loss"][-1] < history["loss"][0]

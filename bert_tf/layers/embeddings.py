@@ -64,6 +64,12 @@ class BertEmbeddings(keras.layers.Layer):
         self.built = True
 
     def call(self, word_ids, type_ids, training=None):
+        length = word_ids.shape[1]
+        if length is not None and length > self.max_position_embeddings:
+            raise ValueError(
+                f"input_word_ids has {length} positions but this model has "
+                f"max_position_embeddings = {self.max_position_embeddings}: "
+                "pack the text to at most that sequence length.")
         positions = ops.arange(ops.shape(word_ids)[1], dtype="int32")
         x = (self.word_embeddings(word_ids) + self.type_embeddings(type_ids) +
              self.position_embeddings(positions)[None])
