@@ -453,9 +453,8 @@ def _read_checkpoint(prefix):
     try:
         return tf.train.load_checkpoint(str(prefix))
     except (tf.errors.OpError, ValueError) as e:
-        raise ValueError(
-            f"Cannot read checkpoint {prefix}: {e.message if hasattr(e, 'message') else e}"
-        ) from None
+        detail = getattr(e, "message", str(e))
+        raise ValueError(f"Cannot read checkpoint {prefix}: {detail}") from None
 
 
 def read_tf1(path):
@@ -511,51 +510,44 @@ def save_tf1_checkpoint(weights, config, directory):
 # Model Garden BertEncoderV2
 # ---------------------------------------------------------------------------
 
-def _garden_spec(num_layers, hidden_size, num_heads):
-    """(attribute path in BertEncoderV2, canonical name, garden shape)."""
-    head = hidden_size // num_heads
+def _garden_spec(num_layers):
+    """(attribute path in BertEncoderV2, canonical name) for every weight.
+
+    Garden's attention uses EinsumDense: q/k/v kernels [H, A, H/A], biases
+    [A, H/A], output kernel [A, H/A, H]; the canonical ones are [H, H] / [H].
+    """
     spec = [
-        ("_embedding_layer/embeddings", "bert/embeddings/word_embeddings",
-         None),
+        ("_embedding_layer/embeddings", "bert/embeddings/word_embeddings"),
         ("_position_embedding_layer/embeddings",
-         "bert/embeddings/position_embeddings", None),
+         "bert/embeddings/position_embeddings"),
         ("_type_embedding_layer/embeddings",
-         "bert/embeddings/token_type_embeddings", None),
-        ("_embedding_norm_layer/gamma", "bert/embeddings/LayerNorm/gamma",
-         None),
-        ("_embedding_norm_layer/beta", "bert/embeddings/LayerNorm/beta", None),
-        ("_pooler_layer/kernel", "bert/pooler/dense/kernel", None),
-        ("_pooler_layer/bias", "bert/pooler/dense/bias", None),
+         "bert/embeddings/token_type_embeddings"),
+        ("_embedding_norm_layer/gamma", "bert/embeddings/LayerNorm/gamma"),
+        ("_embedding_norm_layer/beta", "bert/embeddings/LayerNorm/beta"),
+        ("_pooler_layer/kernel", "bert/pooler/dense/kernel"),
+        ("_pooler_layer/bias", "bert/pooler/dense/bias"),
     ]
     for i in range(num_layers):
         g, c = f"_transformer_layers/{i}/", f"bert/encoder/layer_{i}/"
         for name in ("query", "key", "value"):
-            spec += [
-                (g + f"_attention_layer/_{name}_dense/kernel",
-                 c + f"attention/self/{name}/kernel",
-                 (hidden_size, num_heads, head)),
-                (g + f"_attention_layer/_{name}_dense/bias",
-                 c + f"attention/self/{name}/bias", (num_heads, head)),
-            ]
+            spec += [(g + f"_attention_layer/_{name}_dense/{kind}",
+                      c + f"attention/self/{name}/{kind}")
+                     for kind in ("kernel", "bias")]
         spec += [
             (g + "_attention_layer/_output_dense/kernel",
-             c + "attention/output/dense/kernel",
-             (num_heads, head, hidden_size)),
+             c + "attention/output/dense/kernel"),
             (g + "_attention_layer/_output_dense/bias",
-             c + "attention/output/dense/bias", None),
+             c + "attention/output/dense/bias"),
             (g + "_attention_layer_norm/gamma",
-             c + "attention/output/LayerNorm/gamma", None),
+             c + "attention/output/LayerNorm/gamma"),
             (g + "_attention_layer_norm/beta",
-             c + "attention/output/LayerNorm/beta", None),
-            (g + "_intermediate_dense/kernel", c + "intermediate/dense/kernel",
-             None),
-            (g + "_intermediate_dense/bias", c + "intermediate/dense/bias",
-             None),
-            (g + "_output_dense/kernel", c + "output/dense/kernel", None),
-            (g + "_output_dense/bias", c + "output/dense/bias", None),
-            (g + "_output_layer_norm/gamma", c + "output/LayerNorm/gamma",
-             None),
-            (g + "_output_layer_norm/beta", c + "output/LayerNorm/beta", None),
+             c + "attention/output/LayerNorm/beta"),
+            (g + "_intermediate_dense/kernel", c + "intermediate/dense/kernel"),
+            (g + "_intermediate_dense/bias", c + "intermediate/dense/bias"),
+            (g + "_output_dense/kernel", c + "output/dense/kernel"),
+            (g + "_output_dense/bias", c + "output/dense/bias"),
+            (g + "_output_layer_norm/gamma", c + "output/LayerNorm/gamma"),
+            (g + "_output_layer_norm/beta", c + "output/LayerNorm/beta"),
         ]
     return spec
 
@@ -591,8 +583,8 @@ def read_garden(path):
             f"{prefix} uses a factorized embedding (embedding_width != "
             "hidden_size), which the BERT architecture does not have.")
     weights, used = {}, set()
-    for attr, canonical, shape in _garden_spec(
-            config.num_layers, config.hidden_size, config.num_heads):
+    hidden = config.hidden_size
+    for attr, canonical in _garden_spec(config.num_layers):
         key = roots[0] + attr + _GARDEN_SUFFIX
         if key not in keys:
             raise ValueError(
@@ -600,11 +592,10 @@ def read_garden(path):
                 f"{config.num_layers}-layer encoder needs: the checkpoint and "
                 "its config do not belong together.")
         value = reader.get_tensor(key)
-        if shape is not None:
-            value = value.reshape(
-                (shape[0] * shape[1], shape[2]) if len(shape) == 3 and
-                attr.endswith("_output_dense/kernel") else
-                (shape[0], -1) if len(shape) == 3 else (-1,))
+        if value.ndim == 3:  # EinsumDense kernels, square once flattened.
+            value = value.reshape(hidden, hidden)
+        elif "_attention_layer/" in attr and attr.endswith("/bias"):
+            value = value.reshape(-1)
         weights[canonical] = value
         used.add(key)
     ignored = sorted(k for k in keys if k not in used and k.startswith(
@@ -636,8 +627,7 @@ def to_garden_encoder(encoder):
     ones = tf.ones((1, 2), tf.int32)
     garden(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones))
     weights = export_weights(encoder)
-    for attr, canonical, shape in _garden_spec(
-            cfg.num_layers, cfg.hidden_size, cfg.num_heads):
+    for attr, canonical in _garden_spec(cfg.num_layers):
         *path, variable_name = attr.split("/")
         layer = garden
         for part in path:
