@@ -41,6 +41,42 @@ def _samples(args):
         print(f"{name:<13} {path}")
 
 
+def _corpus(specs, cache):
+    from bert_tf.data import documents
+
+    docs, stats = documents.load_documents(specs, cache=cache)
+    print(f"read {stats.documents:,} documents, {stats.sentences:,} "
+          f"sentences from {', '.join(specs)} (skipped "
+          f"{stats.empty_documents} empty; {stats.lines_with_invalid_utf8} "
+          "line(s) with invalid UTF-8 repaired)")
+    return docs
+
+
+def _vocab(args):
+    from pathlib import Path
+
+    from bert_tf.text.vocab import learn_vocab
+
+    docs = _corpus(args.corpus, args.cache)
+    vocab = learn_vocab((s for d in docs for s in d), args.size,
+                        lower_case=not args.cased, min_count=args.min_count)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    vocab.save(args.out)
+    print(f"wrote {args.out} ({vocab.size:,} tokens, "
+          f"{'cased' if args.cased else 'uncased'})")
+
+
+def _pairs(args):
+    from bert_tf.data import pairs
+    from bert_tf.text.tokenizer import BertTokenizer
+
+    docs = _corpus(args.corpus, args.cache)
+    tokenizer = BertTokenizer(args.vocab)
+    pairs.write_pairs(docs, tokenizer, args.out, seq_length=args.seq_length,
+                      dupe_factor=args.dupe_factor, seed=args.seed,
+                      workers=args.workers, num_shards=args.shards)
+
+
 def _demo(args):
     from bert_tf import demo
 
@@ -89,6 +125,42 @@ def build_parser():
     p.add_argument("--cache", help="cache directory (default: "
                                    "$BERT_TF_CACHE or ~/.cache/bert_tf)")
     p.set_defaults(func=_samples)
+
+    corpus_help = ("corpus spec, repeatable: sample:wikipedia, sample:lee, "
+                   "tfds:wikipedia/20230601.en, sentences:PATH (one sentence "
+                   "per line, blank line between documents), "
+                   "paragraphs:PATH, lines:PATH (one document per line)")
+
+    p = sub.add_parser("vocab", help="learn a WordPiece vocab from a corpus")
+    p.add_argument("--corpus", action="append", required=True,
+                   help=corpus_help)
+    p.add_argument("--size", type=int, default=30522, help="vocab size")
+    p.add_argument("--out", required=True, help="vocab.txt to write")
+    p.add_argument("--cased", action="store_true",
+                   help="keep case (default: lower-cased)")
+    p.add_argument("--min-count", type=int, default=5,
+                   help="ignore words seen fewer times")
+    p.add_argument("--cache", help="sample cache directory")
+    p.set_defaults(func=_vocab)
+
+    p = sub.add_parser("pairs", help="documents -> NSP sentence-pair "
+                                     "TFRecords (text)")
+    p.add_argument("--corpus", action="append", required=True,
+                   help=corpus_help)
+    p.add_argument("--vocab", required=True,
+                   help="vocab.txt (lengths are measured in its pieces)")
+    p.add_argument("--out", required=True,
+                   help="output directory, e.g. tfrecords/wiki")
+    p.add_argument("--seq-length", type=int, default=128)
+    p.add_argument("--dupe-factor", type=int, default=5,
+                   help="passes over the corpus")
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes (the output does not depend on it)")
+    p.add_argument("--shards", type=int, default=None,
+                   help="output files (default: 1 per 10,000 pairs)")
+    p.add_argument("--cache", help="sample cache directory")
+    p.set_defaults(func=_pairs)
 
     p = sub.add_parser("demo", help="the guided tour (what `make demo` runs)")
     p.add_argument("--output", default="demo_out",

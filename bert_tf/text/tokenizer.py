@@ -21,6 +21,13 @@ from bert_tf.text.vocab import Vocab, read_vocab, validate_tokens
 # Words longer than this many bytes become [UNK] (original: 100 characters).
 MAX_BYTES_PER_WORD = 100
 
+# Text on which FastBertTokenizer's fused normalization equals the original
+# BERT's: printable ASCII, tab/newline, and (uncased) Latin-1 letters but ß,
+# (cased) anything but control/format characters and U+FFFD.
+_PLAIN_UNCASED = r"[\t\n\r\x{20}-\x{7e}\x{c0}-\x{de}\x{e0}-\x{ff}]*"
+_PLAIN_CASED = (r"[^\x{0}-\x{8}\x{b}\x{c}\x{e}-\x{1f}\x{7f}-\x{9f}"
+                r"\p{Cf}\x{fffd}]*")
+
 
 def normalize_text(text, lower_case=True, strip_accents=None):
     """The original BERT text clean-up, elementwise on a string tensor.
@@ -111,12 +118,25 @@ class BertTokenizer(keras.layers.Layer):
         self.strip_accents = strip_accents
         self.vocab = vocab
 
-        # === Tokenizer ===
-        self._wordpiece = tf_text.FastBertTokenizer(
+        # === Tokenizers ===
+        self._wordpiece = self._fast_bert(normalize=False)
+        # Rows of plain text (ASCII + Latin-1 letters, no control
+        # characters) take FastBertTokenizer's fused normalization, which
+        # equals the original there and is ~2x faster; the rest (and any
+        # non-standard lower/strip combination) take `normalize_text`.
+        strip = self.lower_case if strip_accents is None else strip_accents
+        self._fast = None
+        if strip == self.lower_case:
+            self._fast = self._fast_bert(normalize=self.lower_case)
+            self._plain_text = (_PLAIN_UNCASED if self.lower_case else
+                                _PLAIN_CASED)
+        self.built = True
+
+    def _fast_bert(self, normalize):
+        return tf_text.FastBertTokenizer(
             vocab=self.vocabulary, suffix_indicator="##",
             max_bytes_per_word=MAX_BYTES_PER_WORD, token_out_type=tf.int32,
-            unknown_token="[UNK]", lower_case_nfd_strip_accents=False)
-        self.built = True
+            unknown_token="[UNK]", lower_case_nfd_strip_accents=normalize)
 
     @property
     def vocab_size(self):
@@ -128,8 +148,15 @@ class BertTokenizer(keras.layers.Layer):
     def call(self, text):
         text = tf.convert_to_tensor(text, dtype=tf.string)
         if text.shape.rank == 0:
-            return self._wordpiece.tokenize(self._normalize(text[None]))[0]
-        return self._wordpiece.tokenize(self._normalize(text))
+            return self.call(text[None])[0]
+        if self._fast is None:
+            return self._wordpiece.tokenize(self._normalize(text))
+        plain = tf.strings.regex_full_match(text, self._plain_text)
+        fast = self._fast.tokenize(tf.where(plain, text, ""))
+        slow = self._wordpiece.tokenize(
+            self._normalize(tf.where(plain, "", text)))
+        # Each row is empty in one of the two.
+        return tf.concat([fast, slow], axis=1)
 
     def tokenize_with_offsets(self, text):
         """Ids plus byte offsets into the *original* strings.

@@ -1,0 +1,285 @@
+"""Documents -> NSP sentence pairs as TFRecords of text (offline, parallel).
+
+The original BERT `create_pretraining_data.py` algorithm, with lengths in
+WordPiece tokens: the target length is seq_length - 3 (10% of the time a
+shorter random one); sentences accumulate until the target; segment A is a
+random prefix of them, B the true continuation (IsNext) or, 50% of the time,
+text from another document (NotNext) with the unused sentences put back. A
+chunk of a single sentence is split at a random word so that it can still
+be an IsNext pair (the original always made those NotNext, which biases the
+label share).
+
+Records hold text (`text_a`, `text_b`, `next_sentence_label`), not ids:
+tokenization, trimming and masking happen in the input graph. Each
+(document, duplicate) draws from its own seeded generator, so the output is
+the same for any number of worker processes.
+"""
+
+import dataclasses
+import json
+import multiprocessing
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+MANIFEST = "manifest.json"
+
+
+@dataclasses.dataclass
+class PairStats:
+    documents: int = 0
+    pairs: int = 0
+    not_next: int = 0
+    tokens: int = 0
+    shards: int = 0
+    seconds: float = 0.0
+
+    @property
+    def not_next_share(self):
+        return self.not_next / max(1, self.pairs)
+
+    @property
+    def mean_tokens(self):
+        return self.tokens / max(1, self.pairs)
+
+    def summary(self):
+        return (f"{self.documents:,} documents -> {self.pairs:,} pairs "
+                f"(NotNext {self.not_next_share:.1%}, mean "
+                f"{self.mean_tokens:.1f} WordPiece tokens per pair) in "
+                f"{self.shards} shard(s), {self.seconds:.1f} s")
+
+
+# --- tf.train.Example without TensorFlow (workers stay light) ---------------
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        bits = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(bits | 0x80)
+        else:
+            out.append(bits)
+            return bytes(out)
+
+
+def _field(number, payload):
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _feature_entry(key, feature):
+    return _field(1, _field(1, key.encode()) + _field(2, feature))
+
+
+def serialize_pair(text_a, text_b, label):
+    """A `tf.train.Example` with text_a, text_b, next_sentence_label.
+
+    Hand-encoded protobuf (three fixed features), byte-identical to
+    `tf.train.Example.SerializeToString()` for the same content.
+    """
+    features = (
+        _feature_entry("next_sentence_label",
+                       _field(3, _field(1, _varint(label)))) +
+        _feature_entry("text_a", _field(1, _field(1, text_a.encode()))) +
+        _feature_entry("text_b", _field(1, _field(1, text_b.encode()))))
+    return _field(1, features)
+
+
+# --- the algorithm -----------------------------------------------------------
+
+def _split_sentence(rng, sentence):
+    """Splits one (text, tokens) sentence at a random word boundary."""
+    text, tokens = sentence
+    words = text.split(" ")
+    if len(words) < 2:
+        return None
+    cut = rng.randint(1, len(words) - 1)
+    share = cut / len(words)
+    first = max(1, round(tokens * share))
+    return [(" ".join(words[:cut]), first),
+            (" ".join(words[cut:]), max(1, tokens - first))]
+
+
+def pairs_from_document(documents, index, seq_length, rng,
+                        short_seq_prob=0.1):
+    """Yields (text_a, text_b, is_random_next, tokens) for one document.
+
+    `documents` holds every document as a list of (sentence, WordPiece
+    length); NotNext segments come from a random other document.
+    """
+    document = documents[index]
+    max_tokens = seq_length - 3
+    target = max_tokens
+    if rng.random() < short_seq_prob:
+        target = rng.randint(2, max_tokens)
+    chunk, length, i = [], 0, 0
+    while i < len(document):
+        chunk.append(document[i])
+        length += document[i][1]
+        if i == len(document) - 1 or length >= target:
+            if len(chunk) == 1:
+                chunk = _split_sentence(rng, chunk[0]) or chunk
+            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+            segment_a = chunk[:a_end]
+            random_next = len(chunk) == 1 or (
+                len(documents) > 1 and rng.random() < 0.5)
+            if random_next and len(documents) > 1:
+                target_b = target - sum(n for _, n in segment_a)
+                for _ in range(10):
+                    other = rng.randint(0, len(documents) - 1)
+                    if other != index:
+                        break
+                source = documents[other]
+                start = rng.randint(0, len(source) - 1)
+                segment_b, b_length = [], 0
+                for sentence in source[start:]:
+                    segment_b.append(sentence)
+                    b_length += sentence[1]
+                    if b_length >= target_b:
+                        break
+                # The sentences not used for A go back into the document.
+                i -= len(chunk) - a_end
+            else:
+                random_next = False
+                segment_b = chunk[a_end:]
+            if segment_b:
+                tokens = sum(n for _, n in segment_a + segment_b)
+                yield (" ".join(t for t, _ in segment_a),
+                       " ".join(t for t, _ in segment_b), random_next,
+                       min(tokens, max_tokens))
+            chunk, length = [], 0
+        i += 1
+
+
+_WORKER = {}
+
+
+def _init_worker(documents, seq_length, short_seq_prob, seed):
+    _WORKER.update(documents=documents, seq_length=seq_length,
+                   short_seq_prob=short_seq_prob, seed=seed)
+
+
+def _pairs_for(task):
+    """Serialized pairs of one (duplicate, document range)."""
+    dupe, start, stop = task
+    w = _WORKER
+    records, not_next, tokens = [], 0, 0
+    for index in range(start, stop):
+        rng = random.Random(f"{w['seed']}-{dupe}-{index}")
+        for text_a, text_b, random_next, n in pairs_from_document(
+                w["documents"], index, w["seq_length"], rng,
+                w["short_seq_prob"]):
+            records.append(serialize_pair(text_a, text_b, int(random_next)))
+            not_next += random_next
+            tokens += n
+    return records, not_next, tokens
+
+
+def sentence_lengths(documents, tokenizer, batch_size=8192):
+    """WordPiece length of every sentence, tokenized in large batches."""
+    import tensorflow as tf
+
+    flat = [s for document in documents for s in document]
+    lengths = np.zeros(len(flat), np.int64)
+    for start in range(0, len(flat), batch_size):
+        ids = tokenizer(tf.constant(flat[start:start + batch_size]))
+        lengths[start:start + batch_size] = ids.row_lengths().numpy()
+    out, k = [], 0
+    for document in documents:
+        out.append([(s, max(1, int(n))) for s, n in
+                    zip(document, lengths[k:k + len(document)])])
+        k += len(document)
+    return out
+
+
+def write_pairs(documents, tokenizer, output_dir, seq_length=128,
+                dupe_factor=5, seed=12345, workers=1, num_shards=None,
+                short_seq_prob=0.1, log=print):
+    """Creates NSP pairs and writes them as TFRecord shards of text.
+
+    Args:
+        documents: lists of sentences (see `bert_tf.data.documents`).
+        tokenizer: a `BertTokenizer`; lengths are measured in its pieces.
+        output_dir: directory for `pairs-SSSSS-of-NNNNN.tfrecord` and
+            `manifest.json`.
+        seq_length: the sequence length the pairs are made for.
+        dupe_factor: passes over the corpus (each with other splits).
+        seed: makes the output reproducible.
+        workers: processes creating pairs (any number gives the same
+            output).
+        num_shards: output files (default: 1 per 10,000 pairs, at least 1).
+        short_seq_prob: share of shorter random target lengths.
+        log: progress lines.
+
+    Returns:
+        a `PairStats`.
+    """
+    import tensorflow as tf
+
+    if seq_length < 8:
+        raise ValueError(f"seq_length = {seq_length}: pairs need room for "
+                         "[CLS] A [SEP] B [SEP]; use at least 8.")
+    if not documents:
+        raise ValueError("No documents to make pairs from: the corpus is "
+                         "empty.")
+    start_time = time.time()
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for old in output_dir.glob("pairs-*.tfrecord"):
+        old.unlink()
+    measured = sentence_lengths(documents, tokenizer)
+    step = max(1, min(256, len(measured) // (4 * max(1, workers)) or 1))
+    tasks = [(dupe, s, min(s + step, len(measured)))
+             for dupe in range(dupe_factor)
+             for s in range(0, len(measured), step)]
+    args = (measured, seq_length, short_seq_prob, seed)
+    if workers > 1:
+        # fork: workers run pure Python (no TensorFlow), and fork needs no
+        # `if __name__ == "__main__"` guard in the caller's script.
+        pool = multiprocessing.get_context("fork").Pool(
+            workers, initializer=_init_worker, initargs=args)
+        results = pool.imap(_pairs_for, tasks)
+    else:
+        pool = None
+        _init_worker(*args)
+        results = map(_pairs_for, tasks)
+    stats = PairStats(documents=len(measured))
+    records = []
+    try:
+        for chunk, not_next, tokens in results:
+            records.extend(chunk)
+            stats.not_next += not_next
+            stats.tokens += tokens
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+    stats.pairs = len(records)
+    # Deterministic global shuffle, then round-robin into shards.
+    random.Random(seed).shuffle(records)
+    num_shards = num_shards or max(1, min(256, len(records) // 10_000))
+    shards = []
+    for shard in range(num_shards):
+        path = output_dir / f"pairs-{shard:05d}-of-{num_shards:05d}.tfrecord"
+        part = records[shard::num_shards]
+        with tf.io.TFRecordWriter(str(path)) as writer:
+            for record in part:
+                writer.write(record)
+        shards.append({"file": path.name, "records": len(part),
+                       "bytes": path.stat().st_size})
+    stats.shards = num_shards
+    stats.seconds = time.time() - start_time
+    manifest = {
+        "format": "bert_tf sentence pairs v1",
+        "features": {"text_a": "bytes", "text_b": "bytes",
+                     "next_sentence_label": "int64 (0 IsNext, 1 NotNext)"},
+        "seq_length": seq_length, "dupe_factor": dupe_factor, "seed": seed,
+        "short_seq_prob": short_seq_prob, "shards": shards,
+        "stats": dataclasses.asdict(stats),
+    }
+    (output_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    log(stats.summary())
+    log(f"wrote {num_shards} shard(s) and {MANIFEST} to {output_dir}")
+    return stats
