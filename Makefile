@@ -5,6 +5,8 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
+BENCH_VENV := .venv-bench
+
 .PHONY: demo test bench install parity-fixtures
 
 $(STAMP): setup.cfg pyproject.toml
@@ -19,6 +21,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q tests
+
+# Speed and fidelity figures beside peers (keras-hub, HF transformers +
+# PyTorch), installed in their own environment to keep the pins clean.
+$(BENCH_VENV)/.installed: setup.cfg pyproject.toml
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -e . keras-hub torch==2.13.0 transformers
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python benchmarks/input_pipeline.py
+	$(BENCH_VENV)/bin/python benchmarks/pair_creation.py
+	$(BENCH_VENV)/bin/python benchmarks/tokenizer_fidelity.py
 
 # Regenerates the committed reference fixtures with PyTorch + transformers.
 parity-fixtures: $(STAMP)

@@ -67,3 +67,29 @@ def minilm(minilm_dir, tmp_path_factory):
     from bert_tf import checkpoints
     out = tmp_path_factory.mktemp("minilm")
     return checkpoints.convert("hf", minilm_dir, out, log=lambda *a: None)
+
+
+@pytest.fixture(scope="session")
+def bert_vocab(minilm_dir):
+    """The real bert-base-uncased vocab (shipped with MiniLM)."""
+    from bert_tf.text.vocab import read_vocab
+    return read_vocab(minilm_dir / "vocab.txt")
+
+
+@pytest.fixture(scope="session")
+def sample_documents():
+    from bert_tf.data import documents
+    docs, _ = documents.load_documents(["sample:wikipedia", "sample:lee"])
+    return docs
+
+
+@pytest.fixture(scope="session")
+def sample_pairs(sample_documents, bert_vocab, tmp_path_factory):
+    """Sentence pairs from the real sample corpora (seq 128, dupe 2)."""
+    from bert_tf.data import pairs
+    from bert_tf.text.tokenizer import BertTokenizer
+    out = tmp_path_factory.mktemp("pairs")
+    stats = pairs.write_pairs(sample_documents, BertTokenizer(bert_vocab),
+                              out, seq_length=128, dupe_factor=2, seed=1,
+                              num_shards=4, log=lambda *a: None)
+    return out, stats

@@ -113,6 +113,9 @@ def wiki_to_paragraphs(markup):
     text = _REF.sub("", text)
     text = _BLOCKS.sub("", text)
     text = _replace_innermost(_INNER_TEMPLATE, "", text)
+    # A template whose content has stray braces never balances: cut the
+    # rest of its line.
+    text = re.sub(r"\{\{[^\n]*|\}\}", "", text)
     text = _replace_innermost(_INNER_TABLE, "", text)
     text = _replace_innermost(_INNER_LINK, _link_text, text)
     text = _EXTERNAL.sub(lambda m: m.group(1) or "", text)

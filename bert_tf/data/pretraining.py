@@ -175,11 +175,10 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
         dataset = dataset.repeat()
     # Parallel reads pay off on remote storage; on local disks they cost
     # ~20% of throughput in per-record overhead.
-    remote = any("://" in f for f in files)
-    dataset = dataset.interleave(
-        tf.data.TFRecordDataset, cycle_length=min(len(files), 8),
-        num_parallel_calls=tf.data.AUTOTUNE if remote else None,
-        deterministic=True)
+    parallel = (dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                if any("://" in f for f in files) else {})
+    dataset = dataset.interleave(tf.data.TFRecordDataset,
+                                 cycle_length=min(len(files), 8), **parallel)
     dataset = dataset.shuffle(shuffle_buffer, seed=seed,
                               reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size, drop_remainder=True)
