@@ -662,14 +662,57 @@ def model_checkpoint(encoder, masked_lm=None, next_sentence=None, **extra):
     return tf.train.Checkpoint(**items, **extra)
 
 
+_MODEL_ROOTS = ("encoder", "masked_lm", "next_sentence")
+
+
+def _variable_keys(prefix):
+    """{model path: checkpoint key} for the model variables of a checkpoint.
+
+    Paths follow the object graph (e.g. `encoder/transformer_layer_0/
+    attention/qkv/kernel`, Keras's leading underscores dropped), whatever
+    key TF gave each variable: in a trainer checkpoint that is often a
+    path through the optimizer, which also references every variable.
+    """
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    reader = _read_checkpoint(prefix)
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    keys = {}
+    stack = [(child.node_id, (child.local_name,))
+             for child in graph.nodes[0].children
+             if child.local_name in _MODEL_ROOTS]
+    while stack:
+        node_id, path = stack.pop()
+        node = graph.nodes[node_id]
+        for attribute in node.attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                keys["/".join(p.lstrip("_") for p in path)] = \
+                    attribute.checkpoint_key
+        if len(path) < 12:
+            stack.extend((child.node_id, path + (child.local_name,))
+                         for child in node.children)
+    return keys, reader
+
+
+def read_model_variables(prefix):
+    """{model path: numpy array} of a bert_tf checkpoint's model variables.
+
+    Example:
+    >>> variables = read_model_variables("runs/x/checkpoints/ckpt-30")  # doctest: +SKIP
+    >>> variables["encoder/pooler/kernel"].shape                        # doctest: +SKIP
+    (128, 128)
+    """
+    prefix = _checkpoint_prefix(prefix, (WEIGHTS_PREFIX,))
+    keys, reader = _variable_keys(prefix)
+    return {path: reader.get_tensor(key) for path, key in keys.items()}
+
+
 def _normalized_keys(prefix):
-    """Checkpoint variable keys without Keras's leading underscores."""
-    shapes = {}
-    for key, shape in tf.train.list_variables(str(prefix)):
-        if key.endswith(_GARDEN_SUFFIX):
-            parts = key[:-len(_GARDEN_SUFFIX)].split("/")
-            shapes["/".join(p.lstrip("_") for p in parts)] = tuple(shape)
-    return shapes
+    """{model path: shape} of a checkpoint's model variables."""
+    keys, reader = _variable_keys(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    return {path: tuple(shapes[key]) for path, key in keys.items()}
 
 
 def _expected_keys(encoder, masked_lm=None, next_sentence=None):

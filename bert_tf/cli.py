@@ -77,6 +77,13 @@ def _pairs(args):
                       workers=args.workers, num_shards=args.shards)
 
 
+def _pretrain(args):
+    from bert_tf import pretrain
+
+    cfg = pretrain.load(args.config, args.set)
+    pretrain.run(cfg, dry_run=args.dry_run)
+
+
 def _demo(args):
     from bert_tf import demo
 
@@ -161,6 +168,17 @@ def build_parser():
                    help="output files (default: 1 per 10,000 pairs)")
     p.add_argument("--cache", help="sample cache directory")
     p.set_defaults(func=_pairs)
+
+    p = sub.add_parser("pretrain", help="pre-train with a config "
+                                        "(strategies, checkpoints, resume)")
+    p.add_argument("--config", required=True,
+                   help="a YAML file, e.g. configs/pretrain/sample_cpu.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override, e.g. trainer.train_steps=100 (repeatable)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the resolved config and the strategy, then "
+                        "exit")
+    p.set_defaults(func=_pretrain)
 
     p = sub.add_parser("demo", help="the guided tour (what `make demo` runs)")
     p.add_argument("--output", default="demo_out",

@@ -111,6 +111,194 @@ class ModelConfig:
         return self
 
 
+OPTIMIZERS = ("adamw", "lamb")
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored",
+              "tpu")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    """How to optimize.
+
+    Args:
+        name: `adamw` or `lamb`.
+        learning_rate: peak learning rate (reached after warm-up).
+        warmup_steps: linear warm-up from 0.
+        decay_steps: total steps; the rate decays to `end_learning_rate`
+            at this step (0: no decay after warm-up).
+        end_learning_rate: final rate.
+        power: decay exponent (1.0 = linear).
+        weight_decay: decoupled weight decay (not on LayerNorm / bias).
+        beta_1, beta_2, epsilon: Adam moments.
+        clipnorm: global-norm gradient clipping (0: off).
+        gradient_accumulation_steps: apply once every k micro-batches
+            (1: every step).
+    """
+
+    name: str = "adamw"
+    learning_rate: float = 1e-4
+    warmup_steps: int = 10_000
+    decay_steps: int = 1_000_000
+    end_learning_rate: float = 0.0
+    power: float = 1.0
+    weight_decay: float = 0.01
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
+    clipnorm: float = 1.0
+    gradient_accumulation_steps: int = 1
+
+    def validate(self, where="optimizer"):
+        _check_choice(f"{where}.name", self.name, OPTIMIZERS)
+        if self.learning_rate <= 0:
+            raise ValueError(f"{where}.learning_rate = {self.learning_rate}: "
+                             "must be > 0.")
+        for key in ("warmup_steps", "decay_steps", "weight_decay",
+                    "clipnorm", "end_learning_rate"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
+                                 "must be >= 0.")
+        if self.decay_steps and self.decay_steps < self.warmup_steps:
+            raise ValueError(
+                f"{where}.decay_steps = {self.decay_steps} is shorter than "
+                f"{where}.warmup_steps = {self.warmup_steps}.")
+        if self.gradient_accumulation_steps < 1:
+            raise ValueError(
+                f"{where}.gradient_accumulation_steps = "
+                f"{self.gradient_accumulation_steps}: must be >= 1.")
+        return self
+
+
+@dataclasses.dataclass
+class TrainerConfig:
+    """The loop.
+
+    Args:
+        model_dir: checkpoints and TensorBoard logs go here.
+        train_steps: total optimizer steps.
+        steps_per_loop: steps per `tf.function` call (and log line).
+        checkpoint_every: steps between checkpoints (also written at the
+            end).
+        keep_checkpoints: how many to keep.
+        eval_every: steps between evaluations (0: only at the end).
+        eval_steps: batches per evaluation.
+        jit_compile: compile the train step with XLA.
+        seed: initialization and dropout seed.
+    """
+
+    model_dir: str = "runs/pretrain"
+    train_steps: int = 1000
+    steps_per_loop: int = 100
+    checkpoint_every: int = 1000
+    keep_checkpoints: int = 3
+    eval_every: int = 0
+    eval_steps: int = 20
+    jit_compile: bool = False
+    seed: int = 0
+
+    def validate(self, where="trainer"):
+        for key in ("train_steps", "steps_per_loop", "checkpoint_every",
+                    "keep_checkpoints", "eval_steps"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
+                                 "must be > 0.")
+        if self.eval_every < 0:
+            raise ValueError(f"{where}.eval_every = {self.eval_every}: must "
+                             "be >= 0.")
+        return self
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """The pre-training input pipeline (see `pretraining_dataset`).
+
+    Args:
+        train_files: shard directory or glob (from `bert-tf pairs`).
+        eval_files: held-out shards ("" : no evaluation).
+        vocab: vocab.txt.
+        seq_length: packed length.
+        max_predictions_per_seq: masked-LM slots per sequence.
+        masking_rate: share of maskable tokens predicted.
+        whole_word_masking: mask whole words.
+        global_batch_size: examples per step over all replicas.
+        shuffle_buffer: examples in the shuffle buffer.
+        seed: reproducible order and masks.
+    """
+
+    train_files: str = ""
+    eval_files: str = ""
+    vocab: str = ""
+    seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masking_rate: float = 0.15
+    whole_word_masking: bool = False
+    global_batch_size: int = 256
+    shuffle_buffer: int = 10_000
+    seed: int = 0
+
+    def validate(self, where="data"):
+        for key in ("train_files", "vocab"):
+            if not getattr(self, key):
+                raise ValueError(f"{where}.{key} is required.")
+        for key in ("seq_length", "max_predictions_per_seq",
+                    "global_batch_size", "shuffle_buffer"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
+                                 "must be > 0.")
+        if self.max_predictions_per_seq > self.seq_length:
+            raise ValueError(
+                f"{where}.max_predictions_per_seq = "
+                f"{self.max_predictions_per_seq} exceeds {where}.seq_length "
+                f"= {self.seq_length}.")
+        if not 0.0 < self.masking_rate < 1.0:
+            raise ValueError(f"{where}.masking_rate = {self.masking_rate}: "
+                             "must be in (0, 1).")
+        return self
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    """A whole pre-training run (`configs/pretrain/*.yaml`).
+
+    Args:
+        encoder: an `EncoderConfig` or a preset name.
+        nsp: train next-sentence prediction (False: "No NSP").
+        init_checkpoint: start from this checkpoint directory (e.g. the
+            seq-128 phase of the two-phase schedule); "" : random init.
+        strategy: `default`, `one_device`, `mirrored`,
+            `multi_worker_mirrored` or `tpu`.
+        tpu: TPU name/address for `strategy: tpu`.
+        mixed_precision: `float32`, `mixed_bfloat16` or `mixed_float16`.
+    """
+
+    encoder: EncoderConfig = dataclasses.field(default_factory=EncoderConfig)
+    nsp: bool = True
+    init_checkpoint: str = ""
+    strategy: str = "default"
+    tpu: str = ""
+    mixed_precision: str = "float32"
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    optimizer: OptimizerConfig = dataclasses.field(
+        default_factory=OptimizerConfig)
+    trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
+
+    def validate(self, where=""):
+        self.encoder.validate(_join(where, "encoder"))
+        self.data.validate(_join(where, "data"))
+        self.optimizer.validate(_join(where, "optimizer"))
+        self.trainer.validate(_join(where, "trainer"))
+        _check_choice(_join(where, "strategy"), self.strategy, STRATEGIES)
+        _check_choice(_join(where, "mixed_precision"), self.mixed_precision,
+                      PRECISIONS)
+        if self.data.seq_length > self.encoder.max_position_embeddings:
+            raise ValueError(
+                f"data.seq_length = {self.data.seq_length} exceeds "
+                "encoder.max_position_embeddings = "
+                f"{self.encoder.max_position_embeddings}.")
+        return self
+
+
 def _check_choice(key, value, choices):
     if value not in choices:
         raise ValueError(

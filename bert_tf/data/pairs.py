@@ -280,6 +280,9 @@ def write_pairs(documents, tokenizer, output_dir, seq_length=128,
         "stats": dataclasses.asdict(stats),
     }
     (output_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    # The vocab the lengths were measured with (any vocab can read the text).
+    tokenizer.vocab.save(output_dir / "vocab.txt")
     log(stats.summary())
-    log(f"wrote {num_shards} shard(s) and {MANIFEST} to {output_dir}")
+    log(f"wrote {num_shards} shard(s), {MANIFEST} and vocab.txt to "
+        f"{output_dir}")
     return stats

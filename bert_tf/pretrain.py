@@ -1,0 +1,75 @@
+"""`bert-tf pretrain`: assembles strategy, precision, model, data and trainer
+from a `PretrainConfig` and runs it."""
+
+import keras
+import yaml
+
+from bert_tf import checkpoints, config as config_lib
+from bert_tf.data.pretraining import pretraining_dataset
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.pretrainer import BertPretrainer
+from bert_tf.text.vocab import read_vocab
+from bert_tf.training import distribute
+from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.trainer import Trainer
+
+
+def load(path, overrides=()):
+    """A validated `PretrainConfig` from YAML plus `key=value` overrides."""
+    return config_lib.load_config(path, config_lib.PretrainConfig, overrides)
+
+
+def build_trainer(cfg, log=print):
+    """The `Trainer` for a `PretrainConfig` (strategy and policy set up)."""
+    keras.mixed_precision.set_global_policy(cfg.mixed_precision)
+    keras.utils.set_random_seed(cfg.trainer.seed)
+    strategy = distribute.create_strategy(cfg.strategy, tpu=cfg.tpu)
+    vocab = read_vocab(cfg.data.vocab)
+    checkpoints.check_vocab_size(vocab, cfg.encoder, cfg.data.vocab)
+    data = cfg.data
+
+    def model_fn():
+        model = BertPretrainer(BertEncoder.from_config_object(cfg.encoder),
+                               nsp=cfg.nsp)
+        if cfg.init_checkpoint:
+            prefix = checkpoints.restore_model(
+                cfg.init_checkpoint, model.encoder, model.masked_lm,
+                model.next_sentence)
+            log(f"initialized from {prefix}")
+        return model
+
+    def dataset_fn(files, seed):
+        return lambda context: pretraining_dataset(
+            files, vocab, data.global_batch_size, data.seq_length,
+            data.max_predictions_per_seq, data.masking_rate,
+            data.whole_word_masking, seed=seed, input_context=context,
+            shuffle_buffer=data.shuffle_buffer)
+
+    return Trainer(
+        strategy, model_fn, lambda: create_optimizer(cfg.optimizer),
+        dataset_fn(data.train_files, data.seed), cfg.trainer,
+        eval_dataset_fn=(dataset_fn(data.eval_files, data.seed + 1)
+                         if data.eval_files else None),
+        global_batch_size=data.global_batch_size, log=log)
+
+
+def run(cfg, dry_run=False, log=print):
+    """Pre-trains as `cfg` says (or, with `dry_run`, only shows the plan)."""
+    if dry_run:
+        log(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False).rstrip())
+        if cfg.strategy == "tpu":  # connecting needs the TPU itself
+            log(f"strategy: TPUStrategy on tpu={cfg.tpu or 'local'!r} (not "
+                "connected in a dry run)")
+        else:
+            strategy = distribute.create_strategy(cfg.strategy)
+            log(f"strategy: {distribute.describe(strategy)}")
+        log(f"encoder parameters: {cfg.encoder.num_parameters():,}")
+        return None
+    trainer = build_trainer(cfg, log)
+    log(f"strategy: {distribute.describe(trainer.strategy)}; precision "
+        f"{cfg.mixed_precision}; model dir {trainer.model_dir}")
+    results = trainer.train()
+    log("final: " + ", ".join(f"{k} {v:.4g}" for k, v in results.items()))
+    log(f"checkpoints in {trainer.model_dir / 'checkpoints'}, TensorBoard "
+        f"logs in {trainer.model_dir / 'tensorboard'}")
+    return results

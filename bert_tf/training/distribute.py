@@ -1,0 +1,59 @@
+"""tf.distribute strategies from a config string."""
+
+import json
+import os
+
+import tensorflow as tf
+
+from bert_tf.config import STRATEGIES
+
+
+def create_strategy(kind="default", devices=None, tpu=None):
+    """Builds the strategy a config names.
+
+    Args:
+        kind: `default` (no distribution), `one_device`, `mirrored` (all
+            local GPUs, or `devices`), `multi_worker_mirrored` (workers from
+            the TF_CONFIG environment variable) or `tpu`.
+        devices: device names for `one_device` / `mirrored`.
+        tpu: TPU name or grpc address for `tpu` ("" or "local" for a TPU VM).
+
+    Example:
+    >>> create_strategy("default").num_replicas_in_sync
+    1
+    """
+    if kind == "default":
+        return tf.distribute.get_strategy()
+    if kind == "one_device":
+        device = (devices or [None])[0] or (
+            "/gpu:0" if tf.config.list_logical_devices("GPU") else "/cpu:0")
+        return tf.distribute.OneDeviceStrategy(device)
+    if kind == "mirrored":
+        return tf.distribute.MirroredStrategy(devices=devices)
+    if kind == "multi_worker_mirrored":
+        config = os.environ.get("TF_CONFIG")
+        if config:
+            try:
+                json.loads(config)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if kind == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            tpu=None if tpu in (None, "", "local") else tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"strategy = {kind!r}: must be one of "
+                     f"{', '.join(STRATEGIES)}.")
+
+
+def describe(strategy):
+    """One line: the strategy, its replicas and devices."""
+    try:
+        devices = strategy.extended.worker_devices
+    except (RuntimeError, NotImplementedError, AttributeError):
+        devices = ()  # the default strategy has none to list
+    return (f"{type(strategy).__name__} with "
+            f"{strategy.num_replicas_in_sync} replica(s)"
+            + (f" on {', '.join(devices)}" if devices else ""))

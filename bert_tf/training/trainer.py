@@ -1,0 +1,240 @@
+"""A training loop around `strategy.run` that works on one CPU, many GPUs,
+several workers (MultiWorkerMirroredStrategy, where Keras 3 `fit` fails:
+keras#20585) and TPUs.
+
+`steps_per_loop` steps run inside one `tf.function`; between loops the
+trainer logs, evaluates and checkpoints. The checkpoint holds the model,
+the optimizer, the global step and the input iterator, so a restarted run
+continues exactly where the last checkpoint left it, without re-reading
+batches.
+"""
+
+import math
+import time
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from bert_tf import checkpoints
+from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or Inf; the last good checkpoint is kept."""
+
+
+class Trainer:
+    """Trains a `BertPretrainer`-like model with its own `compute_loss`.
+
+    Args:
+        strategy: a `tf.distribute.Strategy`.
+        model_fn: builds the model (called under the strategy scope).
+        optimizer_fn: builds the Keras optimizer (under the scope).
+        train_dataset_fn: `InputContext -> tf.data.Dataset` of global-batch
+            feature dicts (see `pretraining_dataset`).
+        config: a `TrainerConfig`.
+        eval_dataset_fn: like `train_dataset_fn`, for evaluation.
+        global_batch_size: for the examples/s figure.
+        log: where text lines go.
+
+    Example:
+    >>> trainer = Trainer(strategy, model_fn, optimizer_fn,
+    ...                   dataset_fn, TrainerConfig())  # doctest: +SKIP
+    >>> trainer.train()                                  # doctest: +SKIP
+    """
+
+    def __init__(self, strategy, model_fn, optimizer_fn, train_dataset_fn,
+                 config, eval_dataset_fn=None, global_batch_size=None,
+                 log=print):
+        self.strategy = strategy
+        self.global_batch_size = global_batch_size
+        self.config = config.validate()
+        self.log = log
+        self.model_dir = Path(config.model_dir)
+        with strategy.scope():
+            self.model = model_fn()
+            self.optimizer = optimizer_fn()
+            self.optimizer.build(self.model.trainable_variables)
+            self.step = tf.Variable(
+                0, dtype=tf.int64, trainable=False, name="global_step",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self.iterator = iter(
+            strategy.distribute_datasets_from_function(train_dataset_fn))
+        self.eval_dataset_fn = eval_dataset_fn
+        heads = {"masked_lm": getattr(self.model, "masked_lm", None),
+                 "next_sentence": getattr(self.model, "next_sentence", None)}
+        # Dropout draws from Keras seed generators whose state is not a
+        # weight; without it a resumed run would drop different units.
+        dropout_seeds = tf.train.Checkpoint(**{
+            f"seed_{i}": v for i, v in enumerate(
+                v for v in self.model.variables
+                if v.path.endswith("seed_generator_state"))})
+        state = dict(optimizer=self.optimizer, global_step=self.step,
+                     dropout_seeds=dropout_seeds)
+        if isinstance(self.iterator, tf.__internal__.tracking.Trackable):
+            state["train_iterator"] = self.iterator
+        else:
+            log("note: this strategy's input iterator cannot be "
+                "checkpointed; a resumed run restarts the data order")
+        self.checkpoint = checkpoints.model_checkpoint(
+            self.model.encoder, **heads, **state)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, str(self.model_dir / "checkpoints"),
+            max_to_keep=config.keep_checkpoints)
+        self.writer = tf.summary.create_file_writer(
+            str(self.model_dir / "tensorboard"))
+        self._train_loop = self._make_train_loop()
+        self._eval_loop = None
+
+    # --- the loops -----------------------------------------------------------
+
+    def _make_train_loop(self):
+        model, optimizer = self.model, self.optimizer
+
+        def step_fn(features):
+            with tf.GradientTape() as tape:
+                outputs = model(features, training=True)
+                loss = model.compute_loss(x=features, y_pred=outputs)
+                scaled = optimizer.scale_loss(loss)
+            variables = model.trainable_variables
+            gradients = tape.gradient(scaled, variables)
+            optimizer.apply_gradients(zip(gradients, variables))
+            return loss
+
+        if self.config.jit_compile:
+            step_fn = tf.function(step_fn, jit_compile=True)
+
+        @tf.function
+        def train_loop(iterator, steps):
+            total = tf.constant(0.0)
+            for _ in tf.range(steps):
+                per_replica = self.strategy.run(step_fn,
+                                                args=(next(iterator),))
+                # Each replica's loss is already 1/replicas of the mean.
+                total += self.strategy.reduce("SUM", per_replica, axis=None)
+                self.step.assign_add(1)
+            return total / tf.cast(steps, tf.float32)
+
+        return train_loop
+
+    def _make_eval_loop(self):
+        model = self.model
+
+        def step_fn(features):
+            outputs = model(features, training=False)
+            return model.compute_loss(x=features, y_pred=outputs,
+                                      training=False)
+
+        @tf.function
+        def eval_loop(iterator, steps):
+            for _ in tf.range(steps):
+                self.strategy.run(step_fn, args=(next(iterator),))
+
+        return eval_loop
+
+    # --- public API ----------------------------------------------------------
+
+    def restore(self):
+        """Restores the latest checkpoint, if any; returns its path."""
+        latest = self.manager.latest_checkpoint
+        if latest:
+            self.checkpoint.read(latest).assert_existing_objects_matched()
+            self.log(f"restored {latest} at step {int(self.step.numpy())}")
+        return latest
+
+    def metrics(self):
+        return {m.name: float(m.result()) for m in self.model.metrics
+                if m.name != "loss"}
+
+    def _reset_metrics(self):
+        for metric in self.model.metrics:
+            metric.reset_state()
+
+    def evaluate(self, steps=None):
+        """Mean metrics over `steps` evaluation batches (fresh iterator)."""
+        if self.eval_dataset_fn is None:
+            return {}
+        if self._eval_loop is None:
+            self._eval_loop = self._make_eval_loop()
+        self._reset_metrics()
+        iterator = iter(self.strategy.distribute_datasets_from_function(
+            self.eval_dataset_fn))
+        self._eval_loop(iterator, tf.constant(steps or
+                                              self.config.eval_steps))
+        results = self.metrics()
+        self._reset_metrics()
+        return results
+
+    def save(self):
+        step = int(self.step.numpy())
+        path = self.manager.save(checkpoint_number=step)
+        self._saved_step = step
+        self.log(f"wrote checkpoint {path}")
+        return path
+
+    def train(self):
+        """Runs to `train_steps`, resuming from the latest checkpoint.
+
+        Returns:
+            dict of the last loop's training metrics and the final
+            evaluation (prefixed `eval_`).
+
+        Raises:
+            NonFiniteLossError: the loss became NaN/Inf; the run stops and
+                the last good checkpoint stays the latest.
+        """
+        config = self.config
+        self.restore()
+        start_step = int(self.step.numpy())
+        self._saved_step = start_step if self.manager.latest_checkpoint \
+            else None
+        progbar = keras.utils.Progbar(config.train_steps, stateful_metrics=[
+            "loss", "mlm_accuracy", "nsp_accuracy", "examples/s"])
+        progbar.update(start_step)
+        results = {}
+        while int(self.step.numpy()) < config.train_steps:
+            step = int(self.step.numpy())
+            steps = min(config.steps_per_loop, config.train_steps - step)
+            self._reset_metrics()
+            started = time.perf_counter()
+            loss = float(self._train_loop(self.iterator, tf.constant(steps)))
+            seconds = time.perf_counter() - started
+            step = int(self.step.numpy())
+            if not math.isfinite(loss):
+                raise NonFiniteLossError(
+                    f"Loss became {loss} in the {steps} steps before step "
+                    f"{step}; stopped without saving. The last good "
+                    f"checkpoint is {self.manager.latest_checkpoint}. Lower "
+                    "the learning rate, enable clipping, or check the data.")
+            results = dict(self.metrics(), loss=loss)
+            if self.global_batch_size:
+                results["examples/s"] = \
+                    self.global_batch_size * steps / seconds
+            results["learning_rate"] = float(
+                self.optimizer.learning_rate.numpy()
+                if hasattr(self.optimizer.learning_rate, "numpy") else
+                self.optimizer.learning_rate)
+            self._write_scalars("train", results, step)
+            progbar.update(step, [(k, v) for k, v in results.items()
+                                  if k in progbar.stateful_metrics])
+            if step % config.checkpoint_every == 0 or \
+                    step >= config.train_steps:
+                self.save()
+            if config.eval_every and step % config.eval_every == 0 and \
+                    step < config.train_steps:
+                self._write_scalars("eval", self.evaluate(), step)
+        final = self.evaluate()
+        if final:
+            self._write_scalars("eval", final, int(self.step.numpy()))
+            results.update({f"eval_{k}": v for k, v in final.items()})
+        if self._saved_step != int(self.step.numpy()):
+            self.save()
+        return results
+
+    def _write_scalars(self, prefix, values, step):
+        with self.writer.as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(f"{prefix}/{name}", value)
+        self.writer.flush()
+

@@ -1,0 +1,194 @@
+"""The strategy.run trainer: resume, NaN stop, strategies, CLI."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from bert_tf import config as config_lib
+from bert_tf.training import distribute
+from bert_tf.training.optimization import (OptimizerConfig, create_optimizer,
+                                           WarmUpPolynomialDecay)
+
+CONFIGS = os.path.join(os.path.dirname(__file__), "..", "configs",
+                       "pretrain")
+
+
+def _config(tmp_path, pairs_dir, **trainer):
+    cfg = {
+        "encoder": {"vocab_size": 30522, "hidden_size": 32, "num_layers": 1,
+                    "num_heads": 2, "intermediate_size": 64,
+                    "max_position_embeddings": 128},
+        "data": {"train_files": str(pairs_dir),
+                 "vocab": str(pairs_dir / "vocab.txt"), "seq_length": 64,
+                 "max_predictions_per_seq": 10, "global_batch_size": 8,
+                 "shuffle_buffer": 500, "seed": 3},
+        "optimizer": {"learning_rate": 1e-3, "warmup_steps": 5,
+                      "decay_steps": 100},
+        "trainer": dict({"model_dir": str(tmp_path / "run"),
+                         "train_steps": 30, "steps_per_loop": 5,
+                         "checkpoint_every": 10}, **trainer),
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "pretrain.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _pretrain(config_path, *extra):
+    return subprocess.Popen(
+        [sys.executable, "-m", "bert_tf.cli", "pretrain", "--config",
+         str(config_path), *extra], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+
+
+def _final_variables(model_dir):
+    from bert_tf import checkpoints
+    prefix = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
+    return prefix, checkpoints.read_model_variables(prefix)
+
+
+def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
+                                                         tmp_path):
+    import re
+    pairs_dir, _ = sample_pairs
+    steps = dict(train_steps=300, checkpoint_every=50)
+    straight = _config(tmp_path / "a", pairs_dir, **steps)
+    process = _pretrain(straight)
+    output = process.communicate(timeout=300)[0]
+    assert process.returncode == 0, output
+    assert "wrote checkpoint" in output and "final: " in output
+
+    killed = _config(tmp_path / "b", pairs_dir, **steps)
+    process = _pretrain(killed)
+    directory = str(tmp_path / "b" / "run" / "checkpoints")
+    deadline = time.time() + 240
+    while not tf.train.latest_checkpoint(directory) and \
+            time.time() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+    process = _pretrain(killed)
+    output = process.communicate(timeout=300)[0]
+    assert process.returncode == 0, output
+    restored = int(re.search(r"restored .*ckpt-(\d+) at step", output)[1])
+    assert 50 <= restored < 300
+
+    prefix_a, a = _final_variables(tmp_path / "a" / "run")
+    prefix_b, b = _final_variables(tmp_path / "b" / "run")
+    assert prefix_a.endswith("ckpt-300") and prefix_b.endswith("ckpt-300")
+    assert a.keys() == b.keys() and len(a) > 20
+    for name in a:  # bitwise identical
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert (tmp_path / "b" / "run" / "tensorboard").is_dir()
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(sample_pairs,
+                                                           tmp_path):
+    from bert_tf import pretrain
+    from bert_tf.models.pretrainer import BertPretrainer
+    from bert_tf.training.trainer import NonFiniteLossError
+
+    pairs_dir, _ = sample_pairs
+    cfg = pretrain.load(_config(tmp_path, pairs_dir))
+    trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
+    model, optimizer = trainer.model, trainer.optimizer
+    original = BertPretrainer.compute_loss
+
+    def poisoned(self, *args, **kwargs):
+        loss = original(self, *args, **kwargs)
+        return loss + tf.where(optimizer.iterations >= 12, np.nan, 0.0)
+
+    model.compute_loss = poisoned.__get__(model)
+    trainer._train_loop = trainer._make_train_loop()
+    with pytest.raises(NonFiniteLossError, match=r"Loss became nan .* last "
+                                                 r"good checkpoint is .*"
+                                                 r"ckpt-10"):
+        trainer.train()
+    assert trainer.manager.latest_checkpoint.endswith("ckpt-10")
+    assert not (tmp_path / "run" / "checkpoints" / "ckpt-15.index").exists()
+
+
+def test_dry_run_of_every_shipped_config():
+    from bert_tf import cli
+    for name in ("sample_cpu", "bert_base_paper", "bert_large_tpu"):
+        path = os.path.join(CONFIGS, f"{name}.yaml")
+        cfg = config_lib.load_config(path, config_lib.PretrainConfig)
+        assert cfg.trainer.train_steps > 0
+        assert cli.main(["pretrain", "--config", path, "--dry-run"]) == 0
+    paper = config_lib.load_config(os.path.join(CONFIGS,
+                                                "bert_base_paper.yaml"),
+                                   config_lib.PretrainConfig)
+    assert (paper.data.global_batch_size, paper.optimizer.learning_rate,
+            paper.optimizer.warmup_steps) == (256, 1e-4, 10_000)
+    assert paper.encoder.num_parameters() == 109_482_240
+
+
+def test_config_errors_are_named(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"trainer": {"train_step": 5}}))
+    with pytest.raises(ValueError, match="trainer.train_step"):
+        config_lib.load_config(bad, config_lib.PretrainConfig)
+    bad.write_text(yaml.safe_dump({"data": {"train_files": "x", "vocab": "v",
+                                            "seq_length": 1024}}))
+    with pytest.raises(ValueError, match="data.seq_length = 1024 exceeds"):
+        config_lib.load_config(bad, config_lib.PretrainConfig)
+    with pytest.raises(ValueError, match="strategy = 'gpu_farm'"):
+        distribute.create_strategy("gpu_farm")
+
+
+def test_schedule_and_weight_decay_exclusions():
+    import keras
+    schedule = WarmUpPolynomialDecay(1e-4, warmup_steps=10, decay_steps=110)
+    assert [round(float(schedule(s)), 9) for s in (0, 5, 10, 60, 110)] == [
+        0.0, 5e-5, 1e-4, 5e-5, 0.0]
+    optimizer = create_optimizer(OptimizerConfig(
+        learning_rate=0.1, warmup_steps=0, decay_steps=0, weight_decay=0.5,
+        clipnorm=0))
+    kernel = keras.Variable(np.ones(3, "float32"), name="kernel")
+    gamma = keras.Variable(np.ones(3, "float32"), name="gamma")
+    bias = keras.Variable(np.ones(3, "float32"), name="bias")
+    optimizer.apply_gradients([(tf.zeros(3), v) for v in (kernel, gamma,
+                                                          bias)])
+    np.testing.assert_allclose(kernel.numpy(), 0.95)
+    np.testing.assert_array_equal(gamma.numpy(), 1.0)
+    np.testing.assert_array_equal(bias.numpy(), 1.0)
+    assert create_optimizer(OptimizerConfig(
+        name="lamb", gradient_accumulation_steps=4)
+    ).gradient_accumulation_steps == 4
+
+
+MIRRORED = """
+import os, sys
+import tensorflow as tf
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+from bert_tf import pretrain
+cfg = pretrain.load(sys.argv[1], ["strategy=mirrored"])
+trainer = pretrain.build_trainer(cfg, log=print)
+assert trainer.strategy.num_replicas_in_sync == 2
+losses = [float(trainer._train_loop(trainer.iterator, tf.constant(1)))
+          for _ in range(5)]
+print("LOSSES", losses)
+"""
+
+
+def test_mirrored_strategy_over_two_logical_cpus(sample_pairs, tmp_path):
+    pairs_dir, _ = sample_pairs
+    config_path = _config(tmp_path, pairs_dir)
+    result = subprocess.run(
+        [sys.executable, "-c", MIRRORED, str(config_path)],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    losses = eval(result.stdout.split("LOSSES", 1)[1])
+    assert len(losses) == 5 and np.isfinite(losses).all()
