@@ -4,7 +4,8 @@ import tensorflow as tf
 from keras import ops
 
 
-def masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights):
+def masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights,
+                   total_weight=None):
     """Cross-entropy at the masked positions, averaged over their weights.
 
     Args:
@@ -12,6 +13,8 @@ def masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights):
         mlm_logits: [batch, P, vocab].
         masked_lm_weights: [batch, P], 1.0 for real predictions, 0.0 for
             padding slots.
+        total_weight: the denominator; default the sum of
+            `masked_lm_weights` (pass the global sum under tf.distribute).
 
     Example:
     >>> import numpy as np
@@ -22,8 +25,10 @@ def masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights):
     per_token = ops.sparse_categorical_crossentropy(
         masked_lm_ids, ops.cast(mlm_logits, "float32"), from_logits=True)
     weights = ops.cast(masked_lm_weights, "float32")
+    if total_weight is None:
+        total_weight = ops.sum(weights)
     # The original BERT's denominator: sum of weights + 1e-5.
-    return ops.sum(per_token * weights) / (ops.sum(weights) + 1e-5)
+    return ops.sum(per_token * weights) / (total_weight + 1e-5)
 
 
 def next_sentence_loss(next_sentence_labels, nsp_logits):
@@ -31,6 +36,14 @@ def next_sentence_loss(next_sentence_labels, nsp_logits):
     labels = ops.reshape(next_sentence_labels, (-1,))
     return ops.mean(ops.sparse_categorical_crossentropy(
         labels, ops.cast(nsp_logits, "float32"), from_logits=True))
+
+
+def global_sum(value):
+    """Sum of `value` over all replicas (itself outside tf.distribute)."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce("SUM", value)
 
 
 def scale_for_replicas(loss):

@@ -1,6 +1,8 @@
 """`bert-tf pretrain`: assembles strategy, precision, model, data and trainer
 from a `PretrainConfig` and runs it."""
 
+import dataclasses
+
 import keras
 import yaml
 
@@ -45,12 +47,18 @@ def build_trainer(cfg, log=print):
             data.whole_word_masking, seed=seed, input_context=context,
             shuffle_buffer=data.shuffle_buffer)
 
+    # The trainer clips the replica-summed gradient itself (exact under
+    # tf.distribute); fp16 loss scaling needs the optimizer to do it.
+    trainer_clips = cfg.mixed_precision != "mixed_float16"
+    optimizer_config = dataclasses.replace(
+        cfg.optimizer, clipnorm=0.0) if trainer_clips else cfg.optimizer
     return Trainer(
-        strategy, model_fn, lambda: create_optimizer(cfg.optimizer),
+        strategy, model_fn, lambda: create_optimizer(optimizer_config),
         dataset_fn(data.train_files, data.seed), cfg.trainer,
         eval_dataset_fn=(dataset_fn(data.eval_files, data.seed + 1)
                          if data.eval_files else None),
-        global_batch_size=data.global_batch_size, log=log)
+        global_batch_size=data.global_batch_size,
+        clipnorm=cfg.optimizer.clipnorm if trainer_clips else None, log=log)
 
 
 def run(cfg, dry_run=False, log=print):

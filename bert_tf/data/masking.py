@@ -1,15 +1,50 @@
 """Masked-LM example creation, in-graph, on packed [batch, seq] ids.
 
-Dense ops and stateless random numbers only: a batch's masks depend on its
-seed alone, so a seeded pipeline is reproducible even with parallel `map`,
-and the pipeline feeds a new seed per batch and per epoch (dynamic
+Dense ops and counter-based random numbers only: an example's masks depend
+on its own seed alone (not on the batch it lands in or on how a batch is
+split across replicas), so a seeded pipeline is reproducible even with
+parallel `map`, and the pipeline draws new seeds every epoch (dynamic
 masking).
 """
 
 import tensorflow as tf
 
+_MASK32 = 0xFFFFFFFF
 
-def mask_tokens(word_ids, input_mask, seed, *, vocab_size, mask_id,
+
+def _hash32(x):
+    """A 32-bit integer mixer on int64 values in [0, 2^32).
+
+    The multiplier is < 2^31, so every product fits in int64 exactly.
+    """
+    for _ in range(2):
+        x = tf.bitwise.bitwise_and(
+            tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16)) *
+            0x45D9F3B, _MASK32)
+    return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16))
+
+
+def row_uniform(row_seeds, width, stream):
+    """[batch, width] floats in [0, 1), a function of each row's seed only.
+
+    Args:
+        row_seeds: int64 [batch], one seed per example.
+        width: columns to draw.
+        stream: a small int that separates independent draws.
+    """
+    seeds = tf.cast(row_seeds, tf.int64)
+    mixed = tf.bitwise.bitwise_xor(
+        _hash32(tf.bitwise.bitwise_and(seeds, _MASK32)),
+        _hash32(tf.bitwise.bitwise_and(tf.bitwise.right_shift(seeds, 32),
+                                       _MASK32)))
+    counter = tf.range(width, dtype=tf.int64) + (stream << 16)
+    bits = _hash32(tf.bitwise.bitwise_and(
+        mixed[:, None] + counter[None] * 0x9E3779B1, _MASK32))
+    return tf.cast(tf.bitwise.right_shift(bits, 8), tf.float32) / float(
+        1 << 24)
+
+
+def mask_tokens(word_ids, input_mask, row_seeds, *, vocab_size, mask_id,
                 special_ids, max_predictions, rate=0.15,
                 continuation_table=None):
     """Chooses and corrupts masked-LM positions.
@@ -22,7 +57,7 @@ def mask_tokens(word_ids, input_mask, seed, *, vocab_size, mask_id,
     Args:
         word_ids: int32 [batch, seq] packed ids.
         input_mask: int [batch, seq], 1 for real tokens.
-        seed: int [2] stateless seed for this batch.
+        row_seeds: int64 [batch], one random seed per example.
         vocab_size: random replacements are drawn from [0, vocab_size).
         mask_id: id of `[MASK]`.
         special_ids: ids never selected (`[CLS]`, `[SEP]`, `[PAD]`, ...).
@@ -38,7 +73,7 @@ def mask_tokens(word_ids, input_mask, seed, *, vocab_size, mask_id,
 
     Example:
     >>> ids = tf.constant([[2, 10, 11, 12, 13, 14, 3, 0]])
-    >>> out = mask_tokens(ids, tf.cast(ids > 0, tf.int32), [1, 2],
+    >>> out = mask_tokens(ids, tf.cast(ids > 0, tf.int32), [12345],
     ...                   vocab_size=20, mask_id=4, special_ids=[0, 2, 3],
     ...                   max_predictions=3, rate=0.4)
     >>> int(tf.reduce_sum(out["masked_lm_weights"]))
@@ -46,9 +81,6 @@ def mask_tokens(word_ids, input_mask, seed, *, vocab_size, mask_id,
     """
     word_ids = tf.convert_to_tensor(word_ids, tf.int32)
     batch, length = tf.shape(word_ids)[0], tf.shape(word_ids)[1]
-    seed = tf.cast(seed, tf.int64)
-    score_seed, choice_seed, token_seed = tf.unstack(
-        tf.random.experimental.stateless_split(seed, 3))
     candidate = tf.cast(input_mask, tf.bool)
     for special in special_ids:
         candidate = tf.logical_and(candidate, word_ids != special)
@@ -57,7 +89,7 @@ def mask_tokens(word_ids, input_mask, seed, *, vocab_size, mask_id,
         tf.round(rate * tf.cast(num_candidates, tf.float32)), tf.int32)))
     num_to_predict = tf.where(num_candidates > 0, num_to_predict, 0)
 
-    scores = tf.random.stateless_uniform([batch, length], score_seed)
+    scores = row_uniform(row_seeds, length, stream=0)
     if continuation_table is None:
         # The lowest-scoring candidates win (non-candidates score 2.0).
         _, chosen = tf.math.top_k(-tf.where(candidate, scores, 2.0),
@@ -74,11 +106,10 @@ def mask_tokens(word_ids, input_mask, seed, *, vocab_size, mask_id,
     positions = tf.where(valid, positions, 0)
     originals = tf.gather(word_ids, positions, batch_dims=1)
 
-    choice = tf.random.stateless_uniform([batch, max_predictions],
-                                         choice_seed)
-    random_tokens = tf.random.stateless_uniform(
-        [batch, max_predictions], token_seed, minval=0, maxval=vocab_size,
-        dtype=tf.int32)
+    choice = row_uniform(row_seeds, max_predictions, stream=1)
+    random_tokens = tf.cast(
+        row_uniform(row_seeds, max_predictions, stream=2) * vocab_size,
+        tf.int32)
     replacement = tf.where(choice < 0.8, mask_id,
                            tf.where(choice < 0.9, random_tokens, originals))
     # Unused slots point at position 0 and write back its own value.

@@ -139,13 +139,12 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
     # ([PAD] is excluded by the input mask).
     special_ids = (vocab.cls_id, vocab.sep_id, vocab.pad_id)
 
-    def transform(random_value, records):
+    def transform(row_seeds, records):
         example = tf.io.parse_example(records, _RECORD_SPEC)
         packed = packer((tokenizer(example["text_a"]),
                          tokenizer(example["text_b"])))
         masked = mask_tokens(
-            packed["input_word_ids"], packed["input_mask"],
-            tf.stack([random_value, tf.constant(pipeline_id, tf.int64)]),
+            packed["input_word_ids"], packed["input_mask"], row_seeds,
             vocab_size=vocab.size, mask_id=vocab.mask_id,
             special_ids=special_ids,
             max_predictions=max_predictions_per_seq, rate=masking_rate,
@@ -179,13 +178,15 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
                 if any("://" in f for f in files) else {})
     dataset = dataset.interleave(tf.data.TFRecordDataset,
                                  cycle_length=min(len(files), 8), **parallel)
+    # Every record gets its own random seed for its masks, drawn anew each
+    # epoch; masks so do not depend on batching or replica splits.
+    randoms = tf.data.Dataset.random(
+        seed=None if seed is None else seed + 1_000_003 * pipeline_id,
+        rerandomize_each_iteration=True)
+    dataset = tf.data.Dataset.zip((randoms, dataset))
     dataset = dataset.shuffle(shuffle_buffer, seed=seed,
                               reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size, drop_remainder=True)
-    # One random int64 per batch, a new sequence each epoch: the seed of
-    # that batch's masks.
-    randoms = tf.data.Dataset.random(seed=seed,
-                                     rerandomize_each_iteration=True)
-    dataset = tf.data.Dataset.zip((randoms, dataset)).map(
-        transform, num_parallel_calls=num_parallel_calls, deterministic=True)
+    dataset = dataset.map(transform, num_parallel_calls=num_parallel_calls,
+                          deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -2,11 +2,12 @@
 pre-training losses and metrics, trainable with plain `compile` + `fit`."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert_tf.layers.heads import MaskedLMHead, NextSentenceHead
-from bert_tf.losses import (masked_lm_loss, next_sentence_loss,
-                            scale_for_replicas)
+from bert_tf.losses import (global_sum, masked_lm_loss,
+                            next_sentence_loss, scale_for_replicas)
 from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder, encoder_inputs,
                                     select_inputs)
 
@@ -96,8 +97,12 @@ class BertPretrainer(keras.Model):
         if y_pred is None:
             y_pred = self(x, training=training)
         weights = ops.cast(x["masked_lm_weights"], "float32")
-        mlm_loss = masked_lm_loss(x["masked_lm_ids"], y_pred["mlm_logits"],
-                                  weights)
+        # Divide by the weight sum of the whole global batch, so that the
+        # replicas' shares add up to exactly the single-device loss.
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        mlm_share = masked_lm_loss(x["masked_lm_ids"], y_pred["mlm_logits"],
+                                   weights, global_sum(ops.sum(weights)))
+        mlm_loss = mlm_share * replicas  # this replica's view of the mean
         self.mlm_loss_tracker.update_state(mlm_loss)
         self.mlm_accuracy.update_state(x["masked_lm_ids"],
                                        y_pred["mlm_logits"],
@@ -111,6 +116,7 @@ class BertPretrainer(keras.Model):
             loss = loss + nsp_loss
         for extra in self.losses:
             loss = loss + ops.cast(ops.sum(extra), "float32")
+        # Keras sums gradients over replicas; each contributes 1/n.
         return scale_for_replicas(loss)
 
     def get_config(self):

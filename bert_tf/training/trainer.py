@@ -36,6 +36,9 @@ class Trainer:
         config: a `TrainerConfig`.
         eval_dataset_fn: like `train_dataset_fn`, for evaluation.
         global_batch_size: for the examples/s figure.
+        clipnorm: clip the global gradient norm here (after summing over
+            replicas; Keras's `global_clipnorm` clips each replica's partial
+            gradient). Create the optimizer without clipping then.
         log: where text lines go.
 
     Example:
@@ -46,8 +49,9 @@ class Trainer:
 
     def __init__(self, strategy, model_fn, optimizer_fn, train_dataset_fn,
                  config, eval_dataset_fn=None, global_batch_size=None,
-                 log=print):
+                 clipnorm=None, log=print):
         self.strategy = strategy
+        self.clipnorm = clipnorm
         self.global_batch_size = global_batch_size
         self.config = config.validate()
         self.log = log
@@ -99,6 +103,8 @@ class Trainer:
                 scaled = optimizer.scale_loss(loss)
             variables = model.trainable_variables
             gradients = tape.gradient(scaled, variables)
+            if self.clipnorm:
+                gradients = self._clip_global(gradients)
             optimizer.apply_gradients(zip(gradients, variables))
             return loss
 
@@ -117,6 +123,18 @@ class Trainer:
             return total / tf.cast(steps, tf.float32)
 
         return train_loop
+
+    def _clip_global(self, gradients):
+        """Clips the replica-summed gradient; returns each replica's 1/n."""
+        context = tf.distribute.get_replica_context()
+        replicas = context.num_replicas_in_sync
+        gradients = [tf.convert_to_tensor(g) for g in gradients]
+        if replicas > 1:
+            gradients = context.all_reduce("SUM", gradients)
+        gradients, _ = tf.clip_by_global_norm(gradients, self.clipnorm)
+        # The optimizer sums over replicas again: hand it 1/n each.
+        return [g / replicas for g in gradients] if replicas > 1 else \
+            gradients
 
     def _make_eval_loop(self):
         model = self.model
