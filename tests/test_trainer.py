@@ -202,3 +202,85 @@ def test_mirrored_two_replicas_match_one_device(sample_pairs, tmp_path):
     single, mirrored = np.array(eval(single)), np.array(eval(mirrored))
     assert len(single) == 20 and single[-1] < single[0]
     np.testing.assert_allclose(mirrored, single, atol=1e-4, rtol=0)
+
+
+MULTI_WORKER = """
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+from bert_tf import pretrain
+cfg = pretrain.load(sys.argv[1], ["strategy=multi_worker_mirrored",
+                                  "trainer.train_steps=20"])
+trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
+trainer.train()
+weights = [np.asarray(w.numpy()) for w in trainer.model.weights]
+digest = sum(float(np.abs(w).astype(np.float64).sum()) for w in weights)
+print("WORKER", os.environ["TASK"], trainer.strategy.num_replicas_in_sync,
+      int(trainer.step.numpy()), repr(digest), flush=True)
+np.savez(sys.argv[2], *weights)
+"""
+
+
+def _free_ports(count):
+    import socket
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_multi_worker_mirrored_two_processes(sample_pairs, tmp_path):
+    """Two workers on 127.0.0.1 train 20 steps and end with identical
+    weights (the test bounds its own time and picks free ports)."""
+    import json
+    pairs_dir, _ = sample_pairs
+    config_path = _config(tmp_path, pairs_dir)
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    processes = []
+    for task in range(2):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TASK=str(task),
+                   TF_CONFIG=json.dumps({
+                       "cluster": {"worker": workers},
+                       "task": {"type": "worker", "index": task}}))
+        processes.append(subprocess.Popen(
+            [sys.executable, "-c", MULTI_WORKER, str(config_path),
+             str(tmp_path / f"weights_{task}.npz")],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=env))
+    try:
+        outputs = [p.communicate(timeout=240)[0] for p in processes]
+    finally:
+        for p in processes:
+            p.kill()
+    for p, out in zip(processes, outputs):
+        assert p.returncode == 0, out[-3000:]
+    lines = [next(line for line in out.splitlines()
+                  if line.startswith("WORKER")).split() for out in outputs]
+    assert [line[2:4] for line in lines] == [["2", "20"], ["2", "20"]]
+    a = np.load(tmp_path / "weights_0.npz")
+    b = np.load(tmp_path / "weights_1.npz")
+    assert len(a.files) > 20
+    for name in a.files:
+        np.testing.assert_array_equal(a[name], b[name])
+    assert (tmp_path / "run" / "checkpoints" / "ckpt-20.index").exists()
+
+
+@pytest.mark.parametrize("overrides", [["mixed_precision=mixed_bfloat16"],
+                                       ["trainer.jit_compile=true"]])
+def test_bfloat16_and_xla_train_20_steps(sample_pairs, tmp_path, overrides):
+    import keras
+    from bert_tf import pretrain
+    pairs_dir, _ = sample_pairs
+    cfg = pretrain.load(_config(tmp_path, pairs_dir), overrides)
+    try:
+        trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
+        losses = [float(trainer._train_loop(trainer.iterator,
+                                            tf.constant(5)))
+                  for _ in range(4)]
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert int(trainer.step.numpy()) == 20
+    assert np.isfinite(losses).all() and losses[-1] < losses[0], losses

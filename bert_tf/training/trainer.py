@@ -20,6 +20,17 @@ from bert_tf import checkpoints
 from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
 
 
+def _is_chief(strategy):
+    """True unless this process is a non-chief multi-worker task."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.cluster_spec().as_dict():
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "chief" or (not has_chief and task_type == "worker"
+                                    and task_id == 0)
+
+
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or Inf; the last good checkpoint is kept."""
 
@@ -83,11 +94,19 @@ class Trainer:
                 "checkpointed; a resumed run restarts the data order")
         self.checkpoint = checkpoints.model_checkpoint(
             self.model.encoder, **heads, **state)
+        # Every worker takes part in saving; only the chief keeps the files
+        # (the others write to a scratch directory of their own).
+        self.is_chief = _is_chief(strategy)
+        checkpoint_dir = self.model_dir / "checkpoints"
+        if not self.is_chief:
+            checkpoint_dir = self.model_dir / "scratch" / \
+                f"worker_{strategy.cluster_resolver.task_id}"
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, str(self.model_dir / "checkpoints"),
+            self.checkpoint, str(checkpoint_dir),
             max_to_keep=config.keep_checkpoints)
-        self.writer = tf.summary.create_file_writer(
-            str(self.model_dir / "tensorboard"))
+        self.writer = (tf.summary.create_file_writer(
+            str(self.model_dir / "tensorboard")) if self.is_chief else
+            tf.summary.create_noop_writer())
         self._train_loop = self._make_train_loop()
         self._eval_loop = None
 
