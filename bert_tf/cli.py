@@ -74,7 +74,8 @@ def _pairs(args):
     tokenizer = BertTokenizer(args.vocab)
     pairs.write_pairs(docs, tokenizer, args.out, seq_length=args.seq_length,
                       dupe_factor=args.dupe_factor, seed=args.seed,
-                      workers=args.workers, num_shards=args.shards)
+                      workers=args.workers, num_shards=args.shards,
+                      eval_share=args.eval_share)
 
 
 def _pretrain(args):
@@ -166,6 +167,8 @@ def build_parser():
                    help="processes (the output does not depend on it)")
     p.add_argument("--shards", type=int, default=None,
                    help="output files (default: 1 per 10,000 pairs)")
+    p.add_argument("--eval-share", type=float, default=0.0,
+                   help="share of documents held out into OUT/eval")
     p.add_argument("--cache", help="sample cache directory")
     p.set_defaults(func=_pairs)
 

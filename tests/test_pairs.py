@@ -117,8 +117,9 @@ def test_cli_vocab_and_pairs(tmp_path, capsys):
                      "--min-count", "1", "--out", str(vocab)]) == 0
     out = capsys.readouterr().out
     assert "read 30 documents" in out and f"wrote {vocab}" in out
-    tokens = vocab.read_text().split("\n")
+    tokens = vocab.read_text().splitlines()
     assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert len(tokens) == 300  # padded with [unusedN] to the asked size
     assert "cafe" in tokens and "Café" not in tokens
     assert cli.main(["pairs", "--corpus", str(corpus), "--vocab",
                      str(vocab), "--out", str(tmp_path / "tfr"),
@@ -134,3 +135,18 @@ def test_cli_vocab_and_pairs(tmp_path, capsys):
                      "--min-count", "1", "--cased", "--out",
                      str(cased)]) == 0
     assert "The" in cased.read_text().split("\n")
+
+
+def test_eval_share_holds_out_whole_documents(sample_documents, bert_vocab,
+                                             tmp_path):
+    docs = sample_documents[:60]
+    pairs.write_pairs(docs, BertTokenizer(bert_vocab), tmp_path,
+                      dupe_factor=1, seed=3, eval_share=0.1, **QUIET)
+    train = {r["text_a"].numpy().decode() for r in _read(tmp_path)}
+    held = [r["text_a"].numpy().decode() for r in _read(tmp_path / "eval")]
+    assert held and not train & set(held)
+    manifest = json.loads((tmp_path / "eval" / "manifest.json").read_text())
+    assert manifest["stats"]["documents"] == 6
+    with pytest.raises(ValueError, match="eval_share = 1.5"):
+        pairs.write_pairs(docs, BertTokenizer(bert_vocab), tmp_path,
+                          eval_share=1.5, **QUIET)

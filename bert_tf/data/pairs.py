@@ -196,14 +196,14 @@ def sentence_lengths(documents, tokenizer, batch_size=8192):
 
 def write_pairs(documents, tokenizer, output_dir, seq_length=128,
                 dupe_factor=5, seed=12345, workers=1, num_shards=None,
-                short_seq_prob=0.1, log=print):
+                short_seq_prob=0.1, eval_share=0.0, log=print):
     """Creates NSP pairs and writes them as TFRecord shards of text.
 
     Args:
         documents: lists of sentences (see `bert_tf.data.documents`).
         tokenizer: a `BertTokenizer`; lengths are measured in its pieces.
-        output_dir: directory for `pairs-SSSSS-of-NNNNN.tfrecord` and
-            `manifest.json`.
+        output_dir: directory for `pairs-SSSSS-of-NNNNN.tfrecord`,
+            `manifest.json` and `vocab.txt`.
         seq_length: the sequence length the pairs are made for.
         dupe_factor: passes over the corpus (each with other splits).
         seed: makes the output reproducible.
@@ -211,11 +211,37 @@ def write_pairs(documents, tokenizer, output_dir, seq_length=128,
             output).
         num_shards: output files (default: 1 per 10,000 pairs, at least 1).
         short_seq_prob: share of shorter random target lengths.
+        eval_share: share of whole documents (chosen by `seed`) held out
+            and written, once, to `output_dir/eval` for evaluation.
         log: progress lines.
 
     Returns:
-        a `PairStats`.
+        a `PairStats` (of the training pairs).
     """
+    if not 0.0 <= eval_share < 1.0:
+        raise ValueError(f"eval_share = {eval_share}: must be in [0, 1).")
+    documents = list(documents)
+    if eval_share and len(documents) < 2:
+        raise ValueError("eval_share needs at least 2 documents.")
+    evaluation = []
+    if eval_share:
+        order = list(range(len(documents)))
+        random.Random(f"{seed}-eval").shuffle(order)
+        held = set(order[:max(1, round(eval_share * len(documents)))])
+        evaluation = [d for i, d in enumerate(documents) if i in held]
+        documents = [d for i, d in enumerate(documents) if i not in held]
+    stats = _write_split(documents, tokenizer, Path(output_dir), seq_length,
+                         dupe_factor, seed, workers, num_shards,
+                         short_seq_prob, log)
+    if evaluation:
+        _write_split(evaluation, tokenizer, Path(output_dir) / "eval",
+                     seq_length, 1, seed + 1, workers, None, short_seq_prob,
+                     lambda line: log(f"eval: {line}"))
+    return stats
+
+
+def _write_split(documents, tokenizer, output_dir, seq_length, dupe_factor,
+                 seed, workers, num_shards, short_seq_prob, log):
     import tensorflow as tf
 
     if seq_length < 8:

@@ -138,7 +138,8 @@ def learn_vocab(sentences, size, lower_case=True, min_count=5,
 
     Args:
         sentences: an iterable of strings.
-        size: target vocab size (the learner may return slightly fewer).
+        size: vocab size (what the learner leaves free is padded with
+            `[unusedN]` tokens).
         lower_case: learn an uncased (True) or cased (False) vocab.
         min_count: ignore words seen fewer times.
         reserved_tokens: placed first; must include the BERT specials.
@@ -167,5 +168,10 @@ def learn_vocab(sentences, size, lower_case=True, min_count=5,
         dataset, vocab_size=size, reserved_tokens=list(reserved_tokens),
         bert_tokenizer_params={"lower_case": False},
         learn_params={"lower_thresh": min_count})
+    # The learner may stop short of `size`; pad with [unused] slots (as the
+    # original BERT vocab has) so configs can name the size exactly.
+    taken = set(tokens)
+    tokens += [t for t in (f"[unused{i}]" for i in range(size))
+               if t not in taken][:max(0, size - len(tokens))]
     validate_tokens(tokens, source="learned vocab")
     return Vocab(tuple(tokens))
