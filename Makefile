@@ -27,12 +27,15 @@ test: $(STAMP)
 $(BENCH_VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install -q -e . keras-hub torch==2.13.0 transformers
+	$(BENCH_VENV)/bin/pip install -q tf-models-official==2.20.0 tensorflow==2.20.0 \
+		tensorflow-text==2.20.1 keras==3.15.1
 	touch $@
 
 bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/input_pipeline.py
 	$(BENCH_VENV)/bin/python benchmarks/pair_creation.py
 	$(BENCH_VENV)/bin/python benchmarks/tokenizer_fidelity.py
+	$(BENCH_VENV)/bin/python benchmarks/model_throughput.py
 
 # Regenerates the committed reference fixtures with PyTorch + transformers.
 parity-fixtures: $(STAMP)
