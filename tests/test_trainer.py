@@ -284,3 +284,31 @@ def test_bfloat16_and_xla_train_20_steps(sample_pairs, tmp_path, overrides):
         keras.mixed_precision.set_global_policy("float32")
     assert int(trainer.step.numpy()) == 20
     assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
+
+
+def test_two_phase_schedule_continues_from_the_short_phase(sample_pairs,
+                                                           tmp_path):
+    """Phase 2 (longer sequences) starts from phase 1's checkpoint."""
+    from bert_tf import checkpoints, pretrain
+    pairs_dir, _ = sample_pairs
+    config_path = _config(tmp_path, pairs_dir, train_steps=10,
+                          steps_per_loop=5, checkpoint_every=10)
+    first = pretrain.build_trainer(pretrain.load(config_path),
+                                   log=lambda *a: None)
+    first.train()
+    phase_one = checkpoints.read_model_variables(
+        tmp_path / "run" / "checkpoints")
+    second = pretrain.build_trainer(pretrain.load(config_path, [
+        "data.seq_length=128", "data.max_predictions_per_seq=20",
+        f"init_checkpoint={tmp_path / 'run' / 'checkpoints'}",
+        f"trainer.model_dir={tmp_path / 'phase2'}"]), log=lambda *a: None)
+    assert int(second.step.numpy()) == 0  # a new run, not a resume
+    encoder = second.model.encoder
+    np.testing.assert_array_equal(
+        encoder.embeddings.word_embeddings.embeddings.numpy(),
+        phase_one["encoder/embeddings/word_embeddings/embeddings"])
+    np.testing.assert_array_equal(
+        second.model.next_sentence.dense.kernel.numpy(),
+        phase_one["next_sentence/dense/kernel"])
+    loss = float(second._train_loop(second.iterator, tf.constant(2)))
+    assert np.isfinite(loss)
