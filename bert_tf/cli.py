@@ -91,6 +91,16 @@ def _demo(args):
     demo.main(output_dir=args.output)
 
 
+def _add_corpus_arguments(parser):
+    parser.add_argument(
+        "--corpus", action="append", required=True,
+        help="corpus spec, repeatable: sample:wikipedia, sample:lee, "
+             "tfds:wikipedia/20230601.en, sentences:PATH (one sentence per "
+             "line, blank line between documents), paragraphs:PATH, "
+             "lines:PATH (one document per line)")
+    parser.add_argument("--cache", help="sample cache directory")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="bert-tf",
@@ -134,27 +144,19 @@ def build_parser():
                                    "$BERT_TF_CACHE or ~/.cache/bert_tf)")
     p.set_defaults(func=_samples)
 
-    corpus_help = ("corpus spec, repeatable: sample:wikipedia, sample:lee, "
-                   "tfds:wikipedia/20230601.en, sentences:PATH (one sentence "
-                   "per line, blank line between documents), "
-                   "paragraphs:PATH, lines:PATH (one document per line)")
-
     p = sub.add_parser("vocab", help="learn a WordPiece vocab from a corpus")
-    p.add_argument("--corpus", action="append", required=True,
-                   help=corpus_help)
+    _add_corpus_arguments(p)
     p.add_argument("--size", type=int, default=30522, help="vocab size")
     p.add_argument("--out", required=True, help="vocab.txt to write")
     p.add_argument("--cased", action="store_true",
                    help="keep case (default: lower-cased)")
     p.add_argument("--min-count", type=int, default=5,
                    help="ignore words seen fewer times")
-    p.add_argument("--cache", help="sample cache directory")
     p.set_defaults(func=_vocab)
 
     p = sub.add_parser("pairs", help="documents -> NSP sentence-pair "
                                      "TFRecords (text)")
-    p.add_argument("--corpus", action="append", required=True,
-                   help=corpus_help)
+    _add_corpus_arguments(p)
     p.add_argument("--vocab", required=True,
                    help="vocab.txt (lengths are measured in its pieces)")
     p.add_argument("--out", required=True,
@@ -169,7 +171,6 @@ def build_parser():
                    help="output files (default: 1 per 10,000 pairs)")
     p.add_argument("--eval-share", type=float, default=0.0,
                    help="share of documents held out into OUT/eval")
-    p.add_argument("--cache", help="sample cache directory")
     p.set_defaults(func=_pairs)
 
     p = sub.add_parser("pretrain", help="pre-train with a config "

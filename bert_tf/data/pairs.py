@@ -256,7 +256,8 @@ def _write_split(documents, tokenizer, output_dir, seq_length, dupe_factor,
     for old in output_dir.glob("pairs-*.tfrecord"):
         old.unlink()
     measured = sentence_lengths(documents, tokenizer)
-    step = max(1, min(256, len(measured) // (4 * max(1, workers)) or 1))
+    # About four tasks per worker, at most 256 documents each.
+    step = max(1, min(256, len(measured) // (4 * workers)))
     tasks = [(dupe, s, min(s + step, len(measured)))
              for dupe in range(dupe_factor)
              for s in range(0, len(measured), step)]

@@ -6,7 +6,6 @@ serving graphs.
 """
 
 import keras
-import tensorflow as tf
 
 from bert_tf.text.packer import BertPacker
 from bert_tf.text.tokenizer import BertTokenizer
@@ -74,7 +73,3 @@ class BertPreprocessor(keras.layers.Layer):
         })
         return config
 
-
-def as_strings(text):
-    """Converts Python str/bytes (or lists of them) to a tf.string tensor."""
-    return tf.convert_to_tensor(text, dtype=tf.string)
