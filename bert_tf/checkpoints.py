@@ -662,7 +662,7 @@ def model_checkpoint(encoder, masked_lm=None, next_sentence=None, **extra):
     return tf.train.Checkpoint(**items, **extra)
 
 
-_MODEL_ROOTS = ("encoder", "masked_lm", "next_sentence")
+_MODEL_ROOTS = ("encoder", "masked_lm", "next_sentence", "classifier")
 
 
 def _variable_keys(prefix):
@@ -715,28 +715,35 @@ def _normalized_keys(prefix):
     return {path: tuple(shapes[key]) for path, key in keys.items()}
 
 
-def _expected_keys(encoder, masked_lm=None, next_sentence=None):
+def _expected_keys(encoder, heads):
     expected = {}
     for name, layer in encoder.checkpoint_items().items():
         for w in layer.weights:
             expected[f"encoder/{name}/{w.path.split('/', 1)[1]}"] = w
-    for head in (masked_lm, next_sentence):
+    for root, head in heads.items():
         if head is not None:
             for w in head.weights:
-                expected[w.path] = w
+                expected[f"{root}/{w.path.split('/', 1)[1]}"] = w
     return expected
 
 
-def restore_model(prefix, encoder, masked_lm=None, next_sentence=None):
+def restore_model(prefix, encoder, masked_lm=None, next_sentence=None,
+                  **heads):
     """Restores our checkpoint into (encoder, heads), checking first.
+
+    Args:
+        prefix: checkpoint prefix or directory.
+        encoder: a `BertEncoder`.
+        masked_lm, next_sentence: pre-training heads to restore too.
+        **heads: other heads by checkpoint root (`classifier=...`).
 
     A variable missing from the checkpoint or with another shape raises a
     ValueError that names it; nothing is restored in that case.
     """
     prefix = _checkpoint_prefix(prefix, (WEIGHTS_PREFIX,))
     found = _normalized_keys(prefix)
-    for key, variable in _expected_keys(encoder, masked_lm,
-                                        next_sentence).items():
+    heads = dict(masked_lm=masked_lm, next_sentence=next_sentence, **heads)
+    for key, variable in _expected_keys(encoder, heads).items():
         if key not in found:
             raise ValueError(
                 f"Checkpoint {prefix} has no variable {key!r}: it was written "
@@ -746,8 +753,7 @@ def restore_model(prefix, encoder, masked_lm=None, next_sentence=None):
                 f"Checkpoint {prefix}: variable {key!r} has shape "
                 f"{found[key]}, the config asks for {tuple(variable.shape)}: "
                 "the checkpoint and the config do not belong together.")
-    status = model_checkpoint(encoder, masked_lm, next_sentence).read(
-        str(prefix))
+    status = model_checkpoint(encoder, **heads).read(str(prefix))
     status.expect_partial()
     return prefix
 

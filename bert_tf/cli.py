@@ -85,6 +85,58 @@ def _pretrain(args):
     pretrain.run(cfg, dry_run=args.dry_run)
 
 
+def _finetune(args):
+    from bert_tf import finetune
+
+    cfg = finetune.load(args.config, args.set)
+    finetune.run(cfg, dry_run=args.dry_run)
+
+
+def _export(args):
+    from bert_tf.serving.export import export_classifier
+
+    export_classifier(args.checkpoint, args.out, overwrite=args.overwrite)
+
+
+def _read_inputs(args):
+    texts = list(args.texts)
+    if args.input:
+        with open(args.input, encoding="utf-8", errors="replace") as f:
+            texts += [line.rstrip("\r\n") for line in f]
+    if not texts:
+        raise ValueError("Nothing to predict: give texts as arguments or "
+                         "--input FILE (one text per line; TAB separates "
+                         "the two texts of a pair).")
+    return texts
+
+
+def _predict(args):
+    import numpy as np
+
+    from bert_tf.serving.export import load_exported, predict_texts
+
+    texts = _read_inputs(args)
+    model = load_exported(args.model)
+    pair = "text_b" in model.signatures[
+        "serving_default"].structured_input_signature[1]
+    for start in range(0, len(texts), args.batch_size):
+        chunk = texts[start:start + args.batch_size]
+        if pair:
+            halves = [t.split("\t", 1) + [""] for t in chunk]
+            out = predict_texts(model, [h[0] for h in halves],
+                                [h[1] for h in halves])
+        else:
+            out = predict_texts(model, chunk)
+        for i, text in enumerate(chunk):
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            if "score" in out:
+                print(f"{out['score'][i]:.4f}\t{shown}")
+            else:
+                label = out["label"][i].decode()
+                probability = float(np.max(out["probabilities"][i]))
+                print(f"{label}\t{probability:.4f}\t{shown}")
+
+
 def _demo(args):
     from bert_tf import demo
 
@@ -183,6 +235,36 @@ def build_parser():
                    help="print the resolved config and the strategy, then "
                         "exit")
     p.set_defaults(func=_pretrain)
+
+    p = sub.add_parser("finetune", help="fine-tune a classifier with a "
+                                        "config (GLUE, local files, samples)")
+    p.add_argument("--config", required=True,
+                   help="a YAML file, e.g. "
+                        "configs/finetune/rt_sentiment_minilm.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override, e.g. epochs=1 (repeatable)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the resolved config and the strategy, then "
+                        "exit")
+    p.set_defaults(func=_finetune)
+
+    p = sub.add_parser("export", help="write a fine-tuned classifier as a "
+                                      "SavedModel that takes raw text")
+    p.add_argument("--checkpoint", required=True,
+                   help="a `bert-tf finetune` model_dir (or its best/)")
+    p.add_argument("--out", required=True,
+                   help="export/NAME/VERSION (VERSION a number)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing export")
+    p.set_defaults(func=_export)
+
+    p = sub.add_parser("predict", help="label texts with an exported model")
+    p.add_argument("--model", required=True, help="export/NAME/VERSION")
+    p.add_argument("texts", nargs="*", help="texts to label (pairs: "
+                                           "'A<TAB>B')")
+    p.add_argument("--input", help="a file with one text per line")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.set_defaults(func=_predict)
 
     p = sub.add_parser("demo", help="the guided tour (what `make demo` runs)")
     p.add_argument("--output", default="demo_out",

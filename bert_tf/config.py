@@ -450,3 +450,119 @@ def save_config(config, path):
     Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False),
                           encoding="utf-8")
     return path
+
+
+@dataclasses.dataclass
+class TaskConfig:
+    """Which task data a fine-tuning run reads (see `bert_tf.data.tasks`).
+
+    Args:
+        name: `glue/NAME` (TFDS), `sample:rt_sentiment` (the real RT movie
+            sentences) or `local` (the files below).
+        train_file, validation_file, test_file: local TSV/CSV/JSONL files.
+        text, text_b, label: their column names (`text_b` for pairs).
+        labels: class names in id order (default: sorted, from train).
+        regression: numeric labels, one output.
+        format: `tsv`, `csv` or `jsonl` ("" : from the file names).
+        data_dir: TFDS data directory ("" : TFDS's default).
+        seed: split seed of the sample task.
+    """
+
+    name: str = "sample:rt_sentiment"
+    train_file: str = ""
+    validation_file: str = ""
+    test_file: str = ""
+    text: str = "text"
+    text_b: str = ""
+    label: str = "label"
+    labels: list = dataclasses.field(default_factory=list)
+    regression: bool = False
+    format: str = ""
+    data_dir: str = ""
+    seed: int = 0
+
+    def validate(self, where="task"):
+        if self.name == "local" and not self.train_file:
+            raise ValueError(f"{where}.train_file is required for a local "
+                             "task.")
+        if not (self.name == "local" or self.name.startswith("glue/") or
+                self.name == "sample:rt_sentiment"):
+            raise ValueError(
+                f"{where}.name = {self.name!r}: use glue/NAME, "
+                "sample:rt_sentiment or local.")
+        return self
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    """A fine-tuning run (`configs/finetune/*.yaml`).
+
+    Args:
+        task: a `TaskConfig`.
+        init: where the encoder starts: "" (random init from `encoder`), a
+            bert_tf directory (from `bert-tf convert`, a pre-training run's
+            model_dir, or a checkpoint prefix), or `hf:PATH`, `tf1:PATH`,
+            `garden:PATH` to import a foreign checkpoint directly.
+        encoder: the encoder for random init (taken from the checkpoint
+            otherwise).
+        vocab: vocab.txt ("" : the one beside the checkpoint).
+        seq_length: packed input length (longer inputs are truncated).
+        dropout: dropout before the classifier layer.
+        batch_size: global training batch size.
+        eval_batch_size: batch size of evaluation.
+        epochs: passes over the training data; sets `trainer.train_steps`,
+            evaluation once per epoch, and the learning-rate schedule (0:
+            use `trainer.train_steps` and `optimizer` as written).
+        warmup_share: share of the steps spent warming up (with `epochs`).
+        dynamic_length: batch texts of similar length and cut padding
+            (off under `trainer.jit_compile` and on TPUs).
+        strategy, tpu, mixed_precision: as in `PretrainConfig`.
+    """
+
+    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    init: str = ""
+    encoder: EncoderConfig = dataclasses.field(default_factory=EncoderConfig)
+    vocab: str = ""
+    seq_length: int = 128
+    dropout: float = 0.1
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    epochs: float = 3.0
+    warmup_share: float = 0.1
+    dynamic_length: bool = True
+    strategy: str = "default"
+    tpu: str = ""
+    mixed_precision: str = "float32"
+    optimizer: OptimizerConfig = dataclasses.field(
+        default_factory=lambda: OptimizerConfig(
+            learning_rate=2e-5, warmup_steps=0, decay_steps=0))
+    trainer: TrainerConfig = dataclasses.field(
+        default_factory=lambda: TrainerConfig(model_dir="runs/finetune"))
+
+    def validate(self, where=""):
+        self.task.validate(_join(where, "task"))
+        self.encoder.validate(_join(where, "encoder"))
+        self.optimizer.validate(_join(where, "optimizer"))
+        self.trainer.validate(_join(where, "trainer"))
+        _check_choice(_join(where, "strategy"), self.strategy, STRATEGIES)
+        _check_choice(_join(where, "mixed_precision"), self.mixed_precision,
+                      PRECISIONS)
+        for key in ("seq_length", "batch_size", "eval_batch_size"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"{_join(where, key)} = "
+                                 f"{getattr(self, key)}: must be > 0.")
+        if self.seq_length < 3:
+            raise ValueError(f"{_join(where, 'seq_length')} = "
+                             f"{self.seq_length}: must be >= 3.")
+        if self.epochs < 0 or not 0 <= self.warmup_share < 1:
+            raise ValueError(
+                f"{_join(where, 'epochs')} must be >= 0 and "
+                f"{_join(where, 'warmup_share')} in [0, 1).")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"{_join(where, 'dropout')} = {self.dropout}: "
+                             "must be in [0, 1).")
+        if not self.init and not self.vocab:
+            raise ValueError(
+                f"{_join(where, 'vocab')} is required when training from "
+                "random init (init is empty).")
+        return self

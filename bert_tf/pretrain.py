@@ -74,6 +74,12 @@ def run(cfg, dry_run=False, log=print):
         log(f"encoder parameters: {cfg.encoder.num_parameters():,}")
         return None
     trainer = build_trainer(cfg, log)
+    if trainer.is_chief:  # makes model_dir usable as a fine-tuning `init`
+        trainer.model_dir.mkdir(parents=True, exist_ok=True)
+        config_lib.save_config(config_lib.ModelConfig(encoder=cfg.encoder),
+                               trainer.model_dir / checkpoints.CONFIG_FILE)
+        read_vocab(cfg.data.vocab).save(
+            trainer.model_dir / checkpoints.VOCAB_FILE)
     log(f"strategy: {distribute.describe(trainer.strategy)}; precision "
         f"{cfg.mixed_precision}; model dir {trainer.model_dir}")
     results = trainer.train()

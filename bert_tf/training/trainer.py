@@ -9,6 +9,7 @@ continues exactly where the last checkpoint left it, without re-reading
 batches.
 """
 
+import json
 import math
 import time
 from pathlib import Path
@@ -31,6 +32,11 @@ def _is_chief(strategy):
                                     and task_id == 0)
 
 
+def _to_next(step, every):
+    """Steps from `step` to the next multiple of `every` (0: no limit)."""
+    return (step // every + 1) * every - step if every else float("inf")
+
+
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or Inf; the last good checkpoint is kept."""
 
@@ -47,6 +53,12 @@ class Trainer:
         config: a `TrainerConfig`.
         eval_dataset_fn: like `train_dataset_fn`, for evaluation.
         global_batch_size: for the examples/s figure.
+        evaluate_fn: `model -> {metric: value}`, replacing the batch-wise
+            evaluation over `eval_dataset_fn` (e.g. GLUE metrics over a
+            whole dev set).
+        best_metric: after each evaluation, keep the model with the highest
+            value of this metric in `model_dir/best/` (model.ckpt.* and
+            best.json); resumed runs remember the best so far.
         clipnorm: clip the global gradient norm here (after summing over
             replicas; Keras's `global_clipnorm` clips each replica's partial
             gradient). Create the optimizer without clipping then.
@@ -60,7 +72,8 @@ class Trainer:
 
     def __init__(self, strategy, model_fn, optimizer_fn, train_dataset_fn,
                  config, eval_dataset_fn=None, global_batch_size=None,
-                 clipnorm=None, log=print):
+                 clipnorm=None, log=print, evaluate_fn=None,
+                 best_metric=None):
         self.strategy = strategy
         self.clipnorm = clipnorm
         self.global_batch_size = global_batch_size
@@ -71,14 +84,25 @@ class Trainer:
             self.model = model_fn()
             self.optimizer = optimizer_fn()
             self.optimizer.build(self.model.trainable_variables)
+            if getattr(self.model, "compiled", False):
+                # Keras builds compiled losses and metrics lazily, which
+                # inside `strategy.run` would create variables in a replica
+                # context; build them here from the dataset's spec.
+                self.model.optimizer = self.optimizer
+                spec = train_dataset_fn(
+                    tf.distribute.InputContext()).element_spec
+                self.model._symbolic_build(data_batch=spec)
             self.step = tf.Variable(
                 0, dtype=tf.int64, trainable=False, name="global_step",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
         self.iterator = iter(
             strategy.distribute_datasets_from_function(train_dataset_fn))
         self.eval_dataset_fn = eval_dataset_fn
-        heads = {"masked_lm": getattr(self.model, "masked_lm", None),
-                 "next_sentence": getattr(self.model, "next_sentence", None)}
+        self.evaluate_fn = evaluate_fn
+        self.best_metric = best_metric
+        self.best = None
+        self.history, self.eval_history = [], []  # this process's loops
+        heads = self.model.checkpoint_heads()
         # Dropout draws from Keras seed generators whose state is not a
         # weight; without it a resumed run would drop different units.
         dropout_seeds = tf.train.Checkpoint(**{
@@ -94,6 +118,8 @@ class Trainer:
                 "checkpointed; a resumed run restarts the data order")
         self.checkpoint = checkpoints.model_checkpoint(
             self.model.encoder, **heads, **state)
+        self._model_only = checkpoints.model_checkpoint(self.model.encoder,
+                                                        **heads)
         # Every worker takes part in saving; only the chief keeps the files
         # (the others write to a scratch directory of their own).
         self.is_chief = _is_chief(strategy)
@@ -104,6 +130,8 @@ class Trainer:
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, str(checkpoint_dir),
             max_to_keep=config.keep_checkpoints)
+        self.best_dir = self.model_dir / "best" if self.is_chief else \
+            checkpoint_dir.parent / "best"
         self.writer = (tf.summary.create_file_writer(
             str(self.model_dir / "tensorboard")) if self.is_chief else
             tf.summary.create_noop_writer())
@@ -115,16 +143,20 @@ class Trainer:
     def _make_train_loop(self):
         model, optimizer = self.model, self.optimizer
 
-        def step_fn(features):
+        def step_fn(batch):
+            x, y, weights = keras.utils.unpack_x_y_sample_weight(batch)
             with tf.GradientTape() as tape:
-                outputs = model(features, training=True)
-                loss = model.compute_loss(x=features, y_pred=outputs)
+                outputs = model(x, training=True)
+                loss = model.compute_loss(x=x, y=y, y_pred=outputs,
+                                          sample_weight=weights)
                 scaled = optimizer.scale_loss(loss)
             variables = model.trainable_variables
             gradients = tape.gradient(scaled, variables)
             if self.clipnorm:
                 gradients = self._clip_global(gradients)
             optimizer.apply_gradients(zip(gradients, variables))
+            if y is not None:  # compiled metrics (labels outside x)
+                model.compute_metrics(x, y, outputs, weights)
             return loss
 
         if self.config.jit_compile:
@@ -158,10 +190,13 @@ class Trainer:
     def _make_eval_loop(self):
         model = self.model
 
-        def step_fn(features):
-            outputs = model(features, training=False)
-            return model.compute_loss(x=features, y_pred=outputs,
-                                      training=False)
+        def step_fn(batch):
+            x, y, weights = keras.utils.unpack_x_y_sample_weight(batch)
+            outputs = model(x, training=False)
+            if y is not None:
+                model.compute_metrics(x, y, outputs, weights)
+            return model.compute_loss(x=x, y=y, y_pred=outputs,
+                                      sample_weight=weights, training=False)
 
         @tf.function
         def eval_loop(iterator, steps):
@@ -178,11 +213,22 @@ class Trainer:
         if latest:
             self.checkpoint.read(latest).assert_existing_objects_matched()
             self.log(f"restored {latest} at step {int(self.step.numpy())}")
+            best_file = self.best_dir / "best.json"
+            if self.best_metric and best_file.is_file():
+                self.best = json.loads(best_file.read_text())
         return latest
 
     def metrics(self):
-        return {m.name: float(m.result()) for m in self.model.metrics
-                if m.name != "loss"}
+        results = {}
+        for metric in self.model.metrics:
+            if metric.name == "loss":
+                continue
+            value = metric.result()
+            if isinstance(value, dict):  # compiled metrics
+                results.update({k: float(v) for k, v in value.items()})
+            else:
+                results[metric.name] = float(value)
+        return results
 
     def _reset_metrics(self):
         for metric in self.model.metrics:
@@ -190,6 +236,8 @@ class Trainer:
 
     def evaluate(self, steps=None):
         """Mean metrics over `steps` evaluation batches (fresh iterator)."""
+        if self.evaluate_fn is not None:
+            return dict(self.evaluate_fn(self.model))
         if self.eval_dataset_fn is None:
             return {}
         if self._eval_loop is None:
@@ -202,6 +250,35 @@ class Trainer:
         results = self.metrics()
         self._reset_metrics()
         return results
+
+    def _after_evaluation(self, results, step):
+        self._write_scalars("eval", results, step)
+        self.eval_history.append(dict(results, step=step))
+        self.log(f"step {step} evaluation: " + ", ".join(
+            f"{k} {v:.4f}" for k, v in results.items()))
+        if not self.best_metric or not results:
+            return
+        if self.best_metric not in results:
+            raise ValueError(
+                f"best_metric {self.best_metric!r} is not among the "
+                f"evaluation results {sorted(results)}.")
+        value = results[self.best_metric]
+        if self.best is not None and value <= self.best["value"]:
+            return
+        # Written beside, then moved into place: a crash never leaves a
+        # half-written best checkpoint.
+        self.best_dir.mkdir(parents=True, exist_ok=True)
+        staging = str(self.best_dir / "staging.ckpt")
+        self._model_only.write(staging)
+        for path in self.best_dir.glob("staging.ckpt*"):
+            path.replace(self.best_dir / path.name.replace(
+                "staging.ckpt", checkpoints.WEIGHTS_PREFIX))
+        self.best = {"metric": self.best_metric, "value": value,
+                     "step": step, "results": results}
+        (self.best_dir / "best.json").write_text(
+            json.dumps(self.best, indent=2) + "\n")
+        self.log(f"new best {self.best_metric} {value:.4f} at step {step}: "
+                 f"wrote {self.best_dir}")
 
     def save(self):
         step = int(self.step.numpy())
@@ -227,12 +304,15 @@ class Trainer:
         self._saved_step = start_step if self.manager.latest_checkpoint \
             else None
         progbar = keras.utils.Progbar(config.train_steps, stateful_metrics=[
-            "loss", "mlm_accuracy", "nsp_accuracy", "examples/s"])
+            "loss", "mlm_accuracy", "nsp_accuracy", "accuracy", "examples/s"])
         progbar.update(start_step)
         results = {}
         while int(self.step.numpy()) < config.train_steps:
             step = int(self.step.numpy())
-            steps = min(config.steps_per_loop, config.train_steps - step)
+            # Loops end on checkpoint and evaluation boundaries.
+            steps = min(config.steps_per_loop, config.train_steps - step,
+                        _to_next(step, config.checkpoint_every),
+                        _to_next(step, config.eval_every))
             self._reset_metrics()
             started = time.perf_counter()
             loss = float(self._train_loop(self.iterator, tf.constant(steps)))
@@ -253,6 +333,7 @@ class Trainer:
                 if hasattr(self.optimizer.learning_rate, "numpy") else
                 self.optimizer.learning_rate)
             self._write_scalars("train", results, step)
+            self.history.append(dict(results, step=step))
             progbar.update(step, [(k, v) for k, v in results.items()
                                   if k in progbar.stateful_metrics])
             if step % config.checkpoint_every == 0 or \
@@ -260,10 +341,10 @@ class Trainer:
                 self.save()
             if config.eval_every and step % config.eval_every == 0 and \
                     step < config.train_steps:
-                self._write_scalars("eval", self.evaluate(), step)
+                self._after_evaluation(self.evaluate(), step)
         final = self.evaluate()
         if final:
-            self._write_scalars("eval", final, int(self.step.numpy()))
+            self._after_evaluation(final, int(self.step.numpy()))
             results.update({f"eval_{k}": v for k, v in final.items()})
         if self._saved_step != int(self.step.numpy()):
             self.save()

@@ -1,0 +1,14 @@
+"""Task data for fine-tuning: GLUE via TFDS, local files, real samples.
+
+Every reader returns a `TaskData` whose splits are `tf.data` datasets of
+`{"text", "text_b" (pair tasks), "label"}` examples; `task_dataset` turns a
+split into batches of encoder inputs with the shared `BertPreprocessor`.
+"""
+
+from bert_tf.data.tasks.base import TaskData, load_task, task_dataset
+from bert_tf.data.tasks.glue import GLUE_TASKS, load_glue
+from bert_tf.data.tasks.local import load_local
+from bert_tf.data.tasks.sentiment import load_rt_sentiment
+
+__all__ = ["TaskData", "load_task", "task_dataset", "GLUE_TASKS",
+           "load_glue", "load_local", "load_rt_sentiment"]

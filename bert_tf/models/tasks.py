@@ -1,0 +1,86 @@
+"""Task models: an encoder plus a small head, each a functional Keras model
+on the encoder inputs that compiles and fits with standard Keras losses.
+
+Every task model has `encoder`, `head` and `checkpoint_heads()` (in
+checkpoints the encoder's variables live under `encoder/...`, a classifier
+head's under `classifier/...`), so
+the trainer, checkpoints and the exporter handle them alike; span QA,
+tagging and multiple choice add their own head next to `BertClassifier`.
+"""
+
+import keras
+
+from bert_tf.layers.heads import ClassificationHead
+from bert_tf.models.encoder import INPUT_NAMES, encoder_inputs, select_inputs
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertClassifier(keras.Model):
+    """Sentence or sentence-pair classification (or regression) with BERT.
+
+    Dropout + dense on the encoder's pooled `[CLS]` output, as in the paper.
+    Outputs float32 logits [batch, num_classes]; with `num_classes=1` the
+    single output is a regression score (STS-B style).
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: number of classes (1: regression).
+        dropout: dropout rate before the output layer.
+
+    Example:
+    >>> import numpy as np, keras
+    >>> from bert_tf.models.encoder import BertEncoder
+    >>> model = BertClassifier(BertEncoder.from_preset("bert_tiny"), 2)
+    >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
+    ...      "input_mask": np.ones((4, 8), "int32"),
+    ...      "input_type_ids": np.zeros((4, 8), "int32")}
+    >>> model.compile(optimizer=keras.optimizers.AdamW(2e-5),
+    ...               loss=keras.losses.SparseCategoricalCrossentropy(
+    ...                   from_logits=True), metrics=["accuracy"])
+    >>> history = model.fit(x, np.array([0, 1, 0, 1]), epochs=2, verbose=0)
+    >>> model.predict(x, verbose=0).shape
+    (4, 2)
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
+        if num_classes < 1:
+            raise ValueError(f"num_classes = {num_classes}: must be >= 1 "
+                             "(1 for regression).")
+        # === Layers ===
+        self.encoder = encoder
+        self.head = ClassificationHead(
+            num_classes, dropout, encoder.config.initializer_range,
+            dtype=encoder.dtype_policy, name="classifier")
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        pooled = encoder(inputs)["pooled_output"]
+        super().__init__(inputs=inputs, outputs=self.head(pooled), **kwargs)
+
+        # === Config ===
+        self.num_classes = num_classes
+        self.dropout = dropout
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        return super().call(select_inputs(inputs, INPUT_NAMES),
+                            training=training, mask=mask, **kwargs)
+
+    def checkpoint_heads(self):
+        """The head by checkpoint root (see `checkpoints.model_checkpoint`)."""
+        return {"classifier": self.head}
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(
+            config["encoder"])
+        return cls(**config)

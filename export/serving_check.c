@@ -1,0 +1,165 @@
+/* serving_check: runs an exported bert_tf classifier with no Python.
+ *
+ * Loads the tf-text op libraries (TF_LoadLibrary), then the SavedModel
+ * (TF_LoadSessionFromSavedModel, tag "serve"), feeds strings to the
+ * serving_default signature and prints one line per input:
+ *     LABEL<TAB>P0 P1 ...        (classification: label, probabilities)
+ *     score<TAB>VALUE            (regression)
+ * Signature tensor names come from assets.extra/signature_tensors.txt,
+ * written by `bert-tf export` (C has no SavedModel proto parser).
+ *
+ * Build against the TF C API shipped in the tensorflow wheel:
+ *   TF=$(python -c 'import tensorflow, os; print(os.path.dirname(tensorflow.__file__))')
+ *   gcc -O1 -o serving_check export/serving_check.c -I$TF/include -L$TF \
+ *     -l:libtensorflow_cc.so.2 -l:libtensorflow_framework.so.2 -Wl,-rpath,$TF
+ * Run:
+ *   ./serving_check -l .../tensorflow_text/python/ops/_fast_wordpiece_tokenizer.so \
+ *     [-l LIB ...] export/rt_sentiment/1 "a fine film" "dull"
+ * For pair models each text is "TEXT_A<TAB>TEXT_B".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorflow/c/c_api.h"
+#include "tensorflow/c/tf_tstring.h"
+
+#define MAX_TENSORS 8
+
+typedef struct {
+  char name[64];
+  char op[256];
+  int index;
+} SignatureTensor;
+
+static void check(TF_Status* status, const char* what) {
+  if (TF_GetCode(status) != TF_OK) {
+    fprintf(stderr, "serving_check: %s: %s\n", what, TF_Message(status));
+    exit(1);
+  }
+}
+
+static int read_signature(const char* export_dir, SignatureTensor* inputs,
+                          int* n_inputs, SignatureTensor* outputs,
+                          int* n_outputs) {
+  char path[4096], kind[16], name[64], tensor[300];
+  snprintf(path, sizeof(path), "%s/assets.extra/signature_tensors.txt",
+           export_dir);
+  FILE* f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "serving_check: cannot open %s\n", path);
+    return 0;
+  }
+  *n_inputs = *n_outputs = 0;
+  while (fscanf(f, "%15s %63s %299s", kind, name, tensor) == 3) {
+    int is_input = strcmp(kind, "input") == 0;
+    SignatureTensor* t = is_input ? &inputs[(*n_inputs)++]
+                                  : &outputs[(*n_outputs)++];
+    char* colon = strrchr(tensor, ':');
+    t->index = colon ? atoi(colon + 1) : 0;
+    if (colon) *colon = '\0';
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    snprintf(t->op, sizeof(t->op), "%s", tensor);
+    if (*n_inputs >= MAX_TENSORS || *n_outputs >= MAX_TENSORS) break;
+  }
+  fclose(f);
+  return *n_inputs > 0 && *n_outputs > 0;
+}
+
+static TF_Output find(TF_Graph* graph, const SignatureTensor* t) {
+  TF_Output out = {TF_GraphOperationByName(graph, t->op), t->index};
+  if (!out.oper) {
+    fprintf(stderr, "serving_check: no operation %s in the graph\n", t->op);
+    exit(1);
+  }
+  return out;
+}
+
+/* Column `column` (0: text, 1: text_b) of each "A<TAB>B" argument. */
+static TF_Tensor* string_tensor(char** texts, int n, int column) {
+  int64_t dims[1] = {n};
+  TF_Tensor* tensor =
+      TF_AllocateTensor(TF_STRING, dims, 1, (size_t)n * sizeof(TF_TString));
+  TF_TString* data = (TF_TString*)TF_TensorData(tensor);
+  for (int i = 0; i < n; ++i) {
+    const char* text = texts[i];
+    const char* tab = strchr(text, '\t');
+    const char* start = column == 0 ? text : (tab ? tab + 1 : "");
+    size_t length = column == 0 && tab ? (size_t)(tab - text) : strlen(start);
+    TF_StringInit(&data[i]);
+    TF_StringCopy(&data[i], start, length);
+  }
+  return tensor;
+}
+
+int main(int argc, char** argv) {
+  TF_Status* status = TF_NewStatus();
+  int arg = 1;
+  while (arg + 1 < argc && strcmp(argv[arg], "-l") == 0) {
+    TF_LoadLibrary(argv[arg + 1], status);
+    check(status, argv[arg + 1]);
+    arg += 2;
+  }
+  if (arg >= argc) {
+    fprintf(stderr, "usage: %s [-l OP_LIBRARY.so]... EXPORT_DIR TEXT...\n",
+            argv[0]);
+    return 2;
+  }
+  const char* export_dir = argv[arg++];
+  char** texts = argv + arg;
+  int n = argc - arg;
+
+  SignatureTensor inputs[MAX_TENSORS], outputs[MAX_TENSORS];
+  int n_inputs, n_outputs;
+  if (!read_signature(export_dir, inputs, &n_inputs, outputs, &n_outputs))
+    return 1;
+
+  TF_Graph* graph = TF_NewGraph();
+  TF_SessionOptions* options = TF_NewSessionOptions();
+  const char* tags[] = {"serve"};
+  TF_Session* session = TF_LoadSessionFromSavedModel(
+      options, NULL, export_dir, tags, 1, graph, NULL, status);
+  check(status, export_dir);
+
+  TF_Output feeds[MAX_TENSORS], fetches[MAX_TENSORS];
+  TF_Tensor* feed_values[MAX_TENSORS];
+  TF_Tensor* fetch_values[MAX_TENSORS] = {0};
+  for (int i = 0; i < n_inputs; ++i) {
+    feeds[i] = find(graph, &inputs[i]);
+    feed_values[i] =
+        string_tensor(texts, n, strcmp(inputs[i].name, "text_b") == 0);
+  }
+  for (int i = 0; i < n_outputs; ++i) fetches[i] = find(graph, &outputs[i]);
+  TF_SessionRun(session, NULL, feeds, feed_values, n_inputs, fetches,
+                fetch_values, n_outputs, NULL, 0, NULL, status);
+  check(status, "serving_default");
+
+  int label = -1, probabilities = -1, score = -1;
+  for (int i = 0; i < n_outputs; ++i) {
+    if (strcmp(outputs[i].name, "label") == 0) label = i;
+    if (strcmp(outputs[i].name, "probabilities") == 0) probabilities = i;
+    if (strcmp(outputs[i].name, "score") == 0) score = i;
+  }
+  for (int row = 0; row < n; ++row) {
+    if (score >= 0) {
+      printf("score\t%.9g\n", ((float*)TF_TensorData(fetch_values[score]))[row]);
+      continue;
+    }
+    const TF_TString* names = (const TF_TString*)TF_TensorData(fetch_values[label]);
+    int k = (int)TF_Dim(fetch_values[probabilities], 1);
+    const float* p = (const float*)TF_TensorData(fetch_values[probabilities]);
+    printf("%.*s\t", (int)TF_StringGetSize(&names[row]),
+           TF_StringGetDataPointer(&names[row]));
+    for (int j = 0; j < k; ++j) printf(j ? " %.9g" : "%.9g", p[row * k + j]);
+    printf("\n");
+  }
+
+  for (int i = 0; i < n_inputs; ++i) TF_DeleteTensor(feed_values[i]);
+  for (int i = 0; i < n_outputs; ++i) TF_DeleteTensor(fetch_values[i]);
+  TF_CloseSession(session, status);
+  TF_DeleteSession(session, status);
+  TF_DeleteSessionOptions(options);
+  TF_DeleteGraph(graph);
+  TF_DeleteStatus(status);
+  return 0;
+}
