@@ -8,6 +8,7 @@ import dataclasses
 import json
 import math
 import time
+import weakref
 from pathlib import Path
 
 import keras
@@ -99,10 +100,15 @@ def _task(cfg):
         fmt=t.format or None)
 
 
+_FORWARD = weakref.WeakKeyDictionary()  # one traced forward per model
+
+
 def predict_logits(model, dataset):
     """(logits, labels) over a `task_dataset`, as NumPy arrays."""
-    forward = tf.function(lambda x: model(x, training=False),
-                          reduce_retracing=True)
+    forward = _FORWARD.get(model)
+    if forward is None:
+        forward = _FORWARD[model] = tf.function(
+            lambda x: model(x, training=False), reduce_retracing=True)
     logits, labels = [], []
     for x, y in dataset:
         logits.append(forward(x).numpy())

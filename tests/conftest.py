@@ -93,3 +93,14 @@ def sample_pairs(sample_documents, bert_vocab, tmp_path_factory):
                               out, seq_length=128, dupe_factor=2, seed=1,
                               num_shards=4, log=lambda *a: None)
     return out, stats
+
+
+@pytest.fixture(scope="session")
+def toy_run(tmp_path_factory):
+    """A BERT (L1/H32) fine-tuned on the toy task: (directory, result)."""
+    from bert_tf import finetune
+    from toy_task import toy_config, write_toy_task
+    directory = tmp_path_factory.mktemp("toy")
+    write_toy_task(directory)
+    result = finetune.run(toy_config(directory), log=lambda *a: None)
+    return directory, result

@@ -61,7 +61,24 @@ class ClassifierModule(tf.Module):
         label_names = self.label_names
 
         def inputs_of(text, text_b):
-            return preprocessor((text, text_b) if pair else text)
+            # The signature declares [batch], but loaded signatures (Python,
+            # TF Serving, the C API) do not check shapes, and TF folds any
+            # check written against the declared shape; a scalar would crash
+            # the tokenizer kernels. EnsureShape checks at run time and
+            # fails with "Shape of tensor text [] is not compatible with
+            # expected shape [?]".
+            text = tf.raw_ops.EnsureShape(input=text,
+                                          shape=tf.TensorShape([None]))
+            if not pair:
+                return preprocessor(text)
+            text_b = tf.raw_ops.EnsureShape(input=text_b,
+                                            shape=tf.TensorShape([None]))
+            check = tf.debugging.assert_equal(
+                tf.size(text), tf.size(text_b), message=(
+                    "`text` and `text_b` must hold the same number of "
+                    "strings"))
+            with tf.control_dependencies([check]):
+                return preprocessor((tf.identity(text), tf.identity(text_b)))
 
         def serve(text, text_b=None):
             logits = tf.cast(model(inputs_of(text, text_b), training=False),

@@ -1,0 +1,85 @@
+"""`bert-tf finetune`: config, init sources, training through the shared
+trainer, per-epoch evaluation, best checkpoint, test metrics."""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from bert_tf import checkpoints, config as config_lib, finetune
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.text.vocab import Vocab
+from toy_task import ENCODER, VOCAB, toy_config, write_toy_task
+
+def test_finetune_learns_and_keeps_the_best_epoch(toy_run):
+    directory, result = toy_run
+    best = result.best_dir
+    assert best == directory / "run" / "best"
+    for name in ("classifier.yaml", "vocab.txt", "model.ckpt.index",
+                 "best.json", "metrics.json"):
+        assert (best / name).is_file(), name
+    # One evaluation per epoch (60 steps of 32 over 320 examples).
+    assert [e["step"] for e in result.eval_history] == list(range(10, 61,
+                                                                  10))
+    accuracies = [e["accuracy"] for e in result.eval_history]
+    assert result.best["value"] == max(accuracies) >= 0.9
+    assert result.best["step"] == result.eval_history[
+        int(np.argmax(accuracies))]["step"]
+    assert result.test["accuracy"] >= 0.9 and 0 <= result.test["f1"] <= 1
+    saved = json.loads((best / "metrics.json").read_text())
+    assert saved["test"]["accuracy"] == result.test["accuracy"]
+    spec = yaml.safe_load((best / "classifier.yaml").read_text())
+    assert spec["labels"] == ["negative", "positive"] and not spec["pair"]
+    # The best model reloads and scores the dev set as recorded.
+    model, _, _ = finetune.load_classifier(directory / "run")
+    assert model.num_classes == 2
+    assert len(result.history) == 12 and result.history[-1]["step"] == 60
+
+
+def test_init_from_bert_tf_directory_and_hf(tmp_path, minilm_dir, minilm):
+    encoder = BertEncoder(**ENCODER)
+    checkpoints.save_pretrained(tmp_path / "pre", encoder,
+                                Vocab(tuple(VOCAB)))
+    write_toy_task(tmp_path)
+    cfg = toy_config(tmp_path, init=str(tmp_path / "pre"), vocab="")
+    init = finetune.resolve_init(cfg)
+    assert init.encoder.hidden_size == 32 and "bert_tf checkpoint" in \
+        init.description
+    fresh = BertEncoder.from_config_object(init.encoder)
+    init.restore(fresh)
+    for a, b in zip(encoder.weights, fresh.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+    cfg = toy_config(tmp_path, init=f"hf:{minilm_dir}", vocab="")
+    init = finetune.resolve_init(cfg)
+    assert init.vocab_path == minilm_dir / "vocab.txt"
+    fresh = BertEncoder.from_config_object(init.encoder)
+    init.restore(fresh)
+    np.testing.assert_array_equal(fresh.pooler.kernel.numpy(),
+                                  minilm.encoder.pooler.kernel.numpy())
+
+
+def test_finetune_config_errors(tmp_path):
+    write_toy_task(tmp_path)
+    with pytest.raises(ValueError, match="vocab is required"):
+        toy_config(tmp_path, vocab="")
+    with pytest.raises(ValueError, match="Unknown config key 'epoch'"):
+        config_lib.from_dict(config_lib.FinetuneConfig, {"epoch": 3})
+    with pytest.raises(ValueError, match="task.name = 'sst2'"):
+        toy_config(tmp_path, **{"task.name": "sst2"})
+    cfg = toy_config(tmp_path, seq_length=64)
+    with pytest.raises(ValueError, match="seq_length = 64 exceeds"):
+        finetune.run(cfg, log=lambda *a: None)
+    cfg = toy_config(tmp_path, vocab=str(tmp_path / "train.tsv"))
+    with pytest.raises(ValueError):
+        finetune.run(cfg, log=lambda *a: None)
+
+
+def test_finetune_configs_in_repo_validate():
+    from pathlib import Path
+    for path in sorted(Path("configs/finetune").glob("*.yaml")):
+        cfg = finetune.load(path)
+        lines = []
+        finetune.run(cfg, dry_run=True, log=lines.append)
+        assert "strategy:" in lines[-1], path

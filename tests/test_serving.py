@@ -1,0 +1,312 @@
+"""Export and serving: the SavedModel with tokenization in the graph, read
+back by a fresh Python process and by a C program on the TF C API, its op
+audit, warm-up records, hostile inputs, and `bert-tf predict`."""
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import cli
+from bert_tf.finetune import load_classifier
+from bert_tf.serving import export as export_lib
+from bert_tf.text.preprocessor import BertPreprocessor
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXTS = ["the film was good and long", "the film was awful", "", "dull"]
+TF_TEXT_OPS = {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
+               "NormalizeUTF8", "TFText>RoundRobinTrim"}
+
+
+@pytest.fixture(scope="module")
+def exported(toy_run, tmp_path_factory):
+    directory, _ = toy_run
+    out = tmp_path_factory.mktemp("export") / "toy" / "1"
+    lines = []
+    report = export_lib.export_classifier(directory / "run", out,
+                                          log=lines.append)
+    return out, report, lines, directory / "run"
+
+
+def reference(run_dir, texts):
+    """The in-memory model on the same strings (the training code path)."""
+    model, spec, vocab = load_classifier(run_dir)
+    pre = BertPreprocessor(vocab, spec["seq_length"],
+                           lower_case=spec["lower_case"])
+    inputs = pre(tf.constant(texts))
+    logits = model(inputs, training=False).numpy()
+    encoded = model.encoder(inputs, training=False)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits).numpy(),
+            "label": [spec["labels"][i] for i in logits.argmax(-1)],
+            "inputs": {k: v.numpy() for k, v in inputs.items()},
+            "pooled_output": encoded["pooled_output"].numpy()}
+
+
+def test_export_layout_and_report(exported):
+    out, report, lines, _ = exported
+    for name in ("saved_model.pb", "variables/variables.index",
+                 "assets/vocab.txt", "assets.extra/tf_serving_warmup_requests",
+                 "assets.extra/signature_tensors.txt"):
+        assert (out / name).is_file(), name
+    assert not out.with_name("1.partial").exists()
+    text = "\n".join(lines)
+    assert "serving_default(text: string[None]) -> label: string[None], " \
+        "logits: float32[None, 2], probabilities: float32[None, 2]" in text
+    assert "preprocess(text: string[None]) -> input_mask: int32[None, 16]" \
+        in text
+    assert "encode(text: string[None]) -> pooled_output: float32[None, 32]" \
+        in text
+    assert set(report["ops"]["tf_text"]) == TF_TEXT_OPS
+    config = (out.parent.parent / "models.config").read_text()
+    assert 'name: "toy"' in config and 'base_path: "/models/toy"' in config
+    with pytest.raises(ValueError, match="already exists"):
+        export_lib.export_classifier(exported[3], out, log=lambda *a: None)
+    with pytest.raises(ValueError, match="numeric version"):
+        export_lib.export_classifier(exported[3], out.parent / "latest",
+                                     log=lambda *a: None)
+
+
+def test_op_audit_core_and_tf_text_only(exported):
+    out = exported[0]
+    ops = export_lib.audit_ops(out)
+    assert not set(export_lib.FORBIDDEN_OPS) & set(ops["core"])
+    assert set(ops["tf_text"]) == TF_TEXT_OPS
+    assert "MatMul" in ops["core"] and "Softmax" in ops["core"]
+    loaded = export_lib.load_exported(out)
+    for name, function in loaded.signatures.items():
+        for key, spec in function.structured_outputs.items():
+            assert isinstance(spec, tf.Tensor) or isinstance(
+                spec, tf.TensorSpec), (name, key, type(spec))
+            assert not isinstance(spec, tf.RaggedTensorSpec)
+
+
+FRESH_PROCESS = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (the tf-text ops)
+loaded = tf.saved_model.load(sys.argv[1])
+texts = json.loads(sys.argv[2])
+outputs = {}
+for name in ("serving_default", "preprocess", "encode"):
+    result = loaded.signatures[name](text=tf.constant(texts))
+    for key, value in result.items():
+        value = value.numpy()
+        outputs[key] = ([v.decode() for v in value] if value.dtype == object
+                        else value.tolist())
+assert not [m for m in sys.modules if m.startswith("bert_tf")]
+print(json.dumps(outputs))
+"""
+
+
+def test_fresh_process_reproduces_in_memory_model(exported):
+    out, _, _, run_dir = exported
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, str(out), json.dumps(TEXTS)],
+        capture_output=True, text=True, check=True, timeout=300)
+    served = json.loads(result.stdout.strip().splitlines()[-1])
+    ref = reference(run_dir, TEXTS)
+    np.testing.assert_allclose(served["probabilities"], ref["probabilities"],
+                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(served["logits"], ref["logits"], atol=1e-5,
+                               rtol=0)
+    assert served["label"] == ref["label"]
+    for key, value in ref["inputs"].items():
+        np.testing.assert_array_equal(served[key], value)
+    np.testing.assert_allclose(served["pooled_output"], ref["pooled_output"],
+                               atol=1e-5, rtol=0)
+
+
+def _compile_serving_check(tmp_path):
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler on this machine")
+    tf_dir = Path(tf.__file__).parent
+    binary = tmp_path / "serving_check"
+    subprocess.run(
+        [compiler, "-O1", "-o", str(binary),
+         str(ROOT / "export" / "serving_check.c"), f"-I{tf_dir}/include",
+         f"-L{tf_dir}", "-l:libtensorflow_cc.so.2",
+         "-l:libtensorflow_framework.so.2", f"-Wl,-rpath,{tf_dir}"],
+        check=True, capture_output=True, timeout=300)
+    return binary
+
+
+def test_c_api_program_serves_without_python(exported, tmp_path):
+    out, _, _, run_dir = exported
+    binary = _compile_serving_check(tmp_path)
+    libraries = [a for lib in export_lib.tf_text_op_libraries()
+                 for a in ("-l", str(lib))]
+    result = subprocess.run(
+        [str(binary), *libraries, str(out), *TEXTS], capture_output=True,
+        text=True, timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    ref = reference(run_dir, TEXTS)
+    assert [r[0] for r in rows] == ref["label"]
+    probabilities = np.array([[float(p) for p in r[1].split()] for r in rows])
+    np.testing.assert_allclose(probabilities, ref["probabilities"],
+                               atol=1e-5, rtol=0)
+
+
+HOSTILE = [
+    b"",
+    b"   \t\n  ",
+    " ".join(["the film was good"] * 2500).encode(),  # 10,000 words
+    b"invalid \xff\xfe utf-8 \xc3\x28 bytes",
+    b"nul\x00inside",
+    "emoji \U0001F600\U0001F3AC\U0001F44D".encode(),
+    "\u4e2d\u6587\u7535\u5f71\u5f88\u597d".encode(),
+    "\u0647\u0630\u0627 \u0641\u064a\u0644\u0645 \u202e\u0631\u0627\u0626\u0639"
+    .encode(),
+    b"ctrl\x01\x02\x1b[31m\x7f\x85 chars",
+]
+
+
+def test_hostile_inputs_through_the_export(exported):
+    loaded = export_lib.load_exported(exported[0])
+    serve = loaded.signatures["serving_default"]
+    pre = loaded.signatures["preprocess"]
+    batch = tf.constant(HOSTILE)
+    outputs = serve(text=batch)
+    probabilities = outputs["probabilities"].numpy()
+    assert probabilities.shape == (len(HOSTILE), 2)
+    assert np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(1), 1.0, atol=1e-5)
+    # Each one alone gives the same answer as inside the mixed batch.
+    for i, text in enumerate(HOSTILE):
+        alone = serve(text=tf.constant([text]))["probabilities"].numpy()
+        np.testing.assert_allclose(alone[0], probabilities[i], atol=1e-5)
+    # Over-long text keeps its first seq_length - 2 pieces.
+    ids = pre(text=batch)["input_word_ids"].numpy()
+    mask = pre(text=batch)["input_mask"].numpy()
+    assert mask[2].sum() == 16 and ids[2][-1] == 3  # ... [SEP]
+    short = pre(text=tf.constant([b"the film was good the film was good "
+                                  b"the film was good the film was"]))
+    np.testing.assert_array_equal(ids[2], short["input_word_ids"][0])
+    assert mask[0].sum() == 2 and mask[1].sum() == 2  # [CLS] [SEP]
+    assert serve(text=tf.constant([], tf.string))["label"].shape == (0,)
+
+
+def test_wrong_inputs_are_rejected_with_clear_messages(exported):
+    serve = export_lib.load_exported(exported[0]).signatures[
+        "serving_default"]
+    with pytest.raises(TypeError, match="missing a required argument: "
+                                        "'text'"):
+        serve()
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="expected to be a string tensor but is a int32"):
+        serve(text=tf.constant([1, 2]))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"Shape of tensor text \[\] is not compatible"):
+        serve(text=tf.constant("a bare string"))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"text \[1,2\] is not compatible"):
+        serve(text=tf.constant([["a", "b"]]))
+
+
+def _read_varint(data, i):
+    value = shift = 0
+    while True:
+        byte = data[i]
+        value |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if byte < 0x80:
+            return value, i
+
+
+def _fields(data):
+    """{field number: [payload bytes]} of a message's length-delimited
+    fields (an independent reader of the hand-written protos)."""
+    fields, i = {}, 0
+    while i < len(data):
+        key, i = _read_varint(data, i)
+        assert key & 7 == 2
+        length, i = _read_varint(data, i)
+        fields.setdefault(key >> 3, []).append(data[i:i + length])
+        i += length
+    return fields
+
+
+def test_warmup_requests_are_prediction_logs(exported):
+    out = exported[0]
+    records = list(tf.data.TFRecordDataset(
+        str(out / "assets.extra" / "tf_serving_warmup_requests")))
+    assert len(records) == len(export_lib.WARMUP_TEXTS)
+    loaded = export_lib.load_exported(out)
+    for record, text in zip(records, export_lib.WARMUP_TEXTS):
+        predict_log = _fields(record.numpy())[6][0]  # PredictionLog.predict_log
+        request = _fields(_fields(predict_log)[1][0])  # PredictLog.request
+        spec = _fields(request[1][0])
+        assert spec[1] == [b"toy"] and spec[3] == [b"serving_default"]
+        entry = _fields(request[2][0])  # inputs map entry
+        assert entry[1] == [b"text"]
+        proto = tf.make_tensor_proto([""])
+        proto.ParseFromString(entry[2][0])
+        value = tf.make_ndarray(proto)
+        assert value.tolist() == [text.encode()]
+        result = loaded.signatures["serving_default"](text=tf.constant(value))
+        assert result["label"].shape == (1,)
+
+
+def test_pair_and_regression_exports(tmp_path):
+    import yaml
+
+    from bert_tf import checkpoints
+    from bert_tf.models.encoder import BertEncoder
+    from bert_tf.models.tasks import BertClassifier
+    from bert_tf.text.vocab import Vocab
+    from toy_task import ENCODER, VOCAB
+
+    for labels, name in (([], "sts"), (["no", "yes"], "pairs")):
+        best = tmp_path / name / "best"
+        best.mkdir(parents=True)
+        model = BertClassifier(BertEncoder(**ENCODER), len(labels) or 1)
+        spec = {"task": name, "labels": labels, "regression": not labels,
+                "pair": True, "metrics": ["accuracy"], "seq_length": 12,
+                "lower_case": True, "dropout": 0.1, "encoder": ENCODER}
+        (best / "classifier.yaml").write_text(yaml.safe_dump(spec))
+        Vocab(tuple(VOCAB)).save(best / "vocab.txt")
+        checkpoints.model_checkpoint(model.encoder, classifier=model.head) \
+            .write(str(best / "model.ckpt"))
+        out = tmp_path / "export" / name / "3"
+        export_lib.export_classifier(best, out, log=lambda *a: None)
+        loaded = export_lib.load_exported(out)
+        result = export_lib.predict_texts(
+            loaded, ["the film was good", "bad"], ["the film", "dull film"])
+        pre = loaded.signatures["preprocess"](
+            text=tf.constant(["the film was good"]),
+            text_b=tf.constant(["the film"]))
+        assert pre["input_type_ids"].numpy()[0].tolist() == \
+            [0] * 6 + [1] * 3 + [0] * 3
+        if labels:
+            assert result["probabilities"].shape == (2, 2)
+        else:
+            assert result["score"].shape == (2,) and "label" not in result
+            np.testing.assert_allclose(result["score"],
+                                       result["logits"][:, 0])
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="same number of strings"):
+            loaded.signatures["serving_default"](
+                text=tf.constant(["a", "b"]), text_b=tf.constant(["a"]))
+    config = (tmp_path / "export" / "models.config").read_text()
+    assert config.count("config {") == 2
+
+
+def test_predict_cli(exported, tmp_path, capsys):
+    out = exported[0]
+    (tmp_path / "in.txt").write_text("the film was great\nawful\n")
+    assert cli.main(["predict", "--model", str(out), "the film was good",
+                     "--input", str(tmp_path / "in.txt")]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3
+    label, probability, text = lines[0].split("\t")
+    assert label in ("negative", "positive") and 0.5 <= float(
+        probability) <= 1 and text == "the film was good"
+    assert cli.main(["predict", "--model", str(tmp_path / "nope"), "x"]) == 2
+    assert "is not a SavedModel" in capsys.readouterr().err
