@@ -10,6 +10,10 @@
 5. Pre-trains BERT-Tiny on the real sample corpus for a few minutes
    (learned vocab, sentence pairs with held-out documents, the trainer)
    and prints held-out masked-LM and NSP accuracy.
+6. Fine-tunes the real RT movie-review sentiment task three ways (random
+   init, the BERT-Tiny just pre-trained, the imported MiniLM), exports the
+   best as a SavedModel that takes raw text, answers sentences through it,
+   and writes a summary table and a PNG of loss curves and accuracies.
 """
 
 import collections
@@ -111,6 +115,7 @@ def antiberty_parity(output_dir):
 
 
 def pretraining(output_dir, steps=1500):
+    """Pre-trains BERT-Tiny; returns (model_dir, vocab path)."""
     _section("Pre-training BERT-Tiny on the sample corpus (Wikipedia + Lee)")
     from bert_tf import pretrain
     from bert_tf.data import documents, pairs
@@ -152,6 +157,90 @@ def pretraining(output_dir, steps=1500):
           f"masked-LM accuracy {results['eval_mlm_accuracy']:.1%} (always "
           f"guessing {vocab.tokens[token]!r}: {count / sum(counts.values()):.1%}"
           f"), NSP accuracy {results['eval_nsp_accuracy']:.1%}")
+    return output_dir / "pretrain", vocab_path
+
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
+RUNS = (("random init", "rt_sentiment_random"),
+        ("our pre-trained BERT-Tiny", "rt_sentiment_tiny"),
+        ("imported MiniLM-L6 (real weights)", "rt_sentiment_minilm"))
+EXAMPLES = ("An utterly charming, beautifully acted little film.",
+            "Two hours of my life I will never get back.",
+            "The plot is thin, but the performances carry it.",
+            "")
+
+
+def finetuning(output_dir, pretrain_dir, vocab_path):
+    """RT sentiment three ways; returns [(name, FinetuneResult)]."""
+    from bert_tf import finetune
+
+    results = []
+    for name, config in RUNS:
+        _section(f"Fine-tuning RT sentiment: {name}")
+        overrides = [f"trainer.model_dir={output_dir / config}"]
+        if config == "rt_sentiment_random":
+            overrides.append(f"vocab={vocab_path}")
+        if config == "rt_sentiment_tiny":
+            overrides.append(f"init={pretrain_dir}")
+        if config == "rt_sentiment_minilm":
+            overrides.append(f"init=hf:{samples.fetch('minilm')}")
+        cfg = finetune.load(CONFIGS / f"{config}.yaml", overrides)
+        results.append((name, finetune.run(cfg)))
+    return results
+
+
+def serve(output_dir, results):
+    """Exports the best fine-tuned model and answers through the export."""
+    from bert_tf.serving.export import (export_classifier, load_exported,
+                                        predict_texts)
+
+    name, best = max(results, key=lambda r: r[1].best.get("value", 0))
+    _section(f"Export: {name} as a SavedModel that takes raw text")
+    out = output_dir / "export" / "rt_sentiment" / "1"
+    export_classifier(best.best_dir, out, overwrite=True)
+    loaded = load_exported(out)
+    answers = predict_texts(loaded, EXAMPLES)
+    for i, text in enumerate(EXAMPLES):
+        print(f"{answers['label'][i].decode():<9} "
+              f"{answers['probabilities'][i].max():.3f}  {text!r}")
+    return out
+
+
+def summary(output_dir, results, export_dir):
+    _section("Summary: RT movie-review sentiment (1,057 held-out test "
+             "sentences)")
+    print(f"{'encoder':<36} {'dev acc':>8} {'test acc':>9} {'test F1':>8} "
+          f"{'minutes':>8}  best model")
+    for name, r in results:
+        print(f"{name:<36} {r.best.get('value', float('nan')):>8.1%} "
+              f"{r.test.get('accuracy', float('nan')):>9.1%} "
+              f"{r.test.get('f1', float('nan')):>8.3f} "
+              f"{r.seconds / 60:>8.1f}  {r.best_dir}")
+    print(f"exported: {export_dir}")
+    plot = output_dir / "rt_sentiment.png"
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot written")
+        return
+    figure, (curves, bars) = plt.subplots(1, 2, figsize=(11, 4))
+    for name, r in results:
+        curves.plot([h["step"] for h in r.history],
+                    [h["loss"] for h in r.history], label=name)
+    curves.set(title="training loss", xlabel="step", ylabel="cross-entropy")
+    curves.legend()
+    names = [n.split(" (")[0] for n, _ in results]
+    accuracies = [r.test.get("accuracy", 0) for _, r in results]
+    bars.bar(names, accuracies, color=["#999", "#58a", "#c73"])
+    for i, value in enumerate(accuracies):
+        bars.text(i, value + 0.01, f"{value:.1%}", ha="center")
+    bars.set(title="test accuracy", ylim=(0.4, 1.0))
+    bars.tick_params(axis="x", labelsize=8)
+    figure.tight_layout()
+    figure.savefig(plot, dpi=100)
+    print(f"wrote {plot}")
 
 
 def main(output_dir="demo_out"):
@@ -162,8 +251,13 @@ def main(output_dir="demo_out"):
     pretrained, _ = minilm_parity(output_dir)
     sentence_similarity(pretrained)
     antiberty_parity(output_dir)
-    pretraining(output_dir)
+    samples.fetch("rt_sentiment", log=print)
+    pretrain_dir, vocab_path = pretraining(output_dir)
+    results = finetuning(output_dir, pretrain_dir, vocab_path)
+    export_dir = serve(output_dir, results)
+    summary(output_dir, results, export_dir)
     _section("Done")
-    print(f"{time.time() - start:.0f} s; converted checkpoints are in "
-          f"{output_dir.resolve()}/{{minilm,antiberty}}, the pre-training "
-          f"run in {output_dir.resolve()}/pretrain")
+    print(f"{(time.time() - start) / 60:.1f} minutes; converted checkpoints "
+          f"in {output_dir.resolve()}/{{minilm,antiberty}}, pre-training in "
+          f"{output_dir.resolve()}/pretrain, fine-tuning in "
+          f"{output_dir.resolve()}/rt_sentiment_*")
