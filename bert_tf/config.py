@@ -214,7 +214,8 @@ class DataConfig:
     """The pre-training input pipeline (see `pretraining_dataset`).
 
     Args:
-        train_files: shard directory or glob (from `bert-tf pairs`).
+        train_files: shard directory or glob (from `bert-tf pairs`);
+            several separated by commas.
         eval_files: held-out shards ("" : no evaluation).
         vocab: vocab.txt.
         seq_length: packed length.

@@ -54,7 +54,7 @@ def build_trainer(cfg, log=print):
         cfg.optimizer, clipnorm=0.0) if trainer_clips else cfg.optimizer
     return Trainer(
         strategy, model_fn, lambda: create_optimizer(optimizer_config),
-        dataset_fn(data.train_files, data.seed), cfg.trainer,
+        dataset_fn(data.train_files.split(","), data.seed), cfg.trainer,
         eval_dataset_fn=(dataset_fn(data.eval_files, data.seed + 1)
                          if data.eval_files else None),
         global_batch_size=data.global_batch_size,

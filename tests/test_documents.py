@@ -107,7 +107,7 @@ def test_empty_and_missing_corpora(tmp_path):
         d.load_documents(str(empty))
     with pytest.raises(FileNotFoundError, match="Corpus file"):
         d.load_documents(str(tmp_path / "nope.txt"))
-    with pytest.raises(ValueError, match="sample:wikipedia or sample:lee"):
+    with pytest.raises(ValueError, match="sample:wikipedia, sample:lee or sample:rt_train"):
         d.load_documents("sample:books")
 
 
@@ -117,3 +117,17 @@ def test_tfds_wikipedia_with_mock_data():
         docs, stats = d.load_documents("tfds:wikipedia/20230601.en")
     assert stats.documents + stats.empty_documents == 6
     assert all(isinstance(s, str) and s for doc in docs for s in doc)
+
+
+def test_rt_train_corpus_is_the_task_training_split_only():
+    from bert_tf.data.tasks import load_rt_sentiment
+
+    docs, stats = d.load_documents("sample:rt_train")
+    task = load_rt_sentiment()
+    assert stats.documents == task.sizes["train"] == 8454
+    def texts(split):
+        return {" ".join(t.decode().split()) for t in next(iter(
+            task.split(split).batch(10000)))["text"].numpy()}
+    corpus = {" ".join(doc) for doc in docs}
+    assert len(corpus & texts("train")) > 8000
+    assert not corpus & texts("test")

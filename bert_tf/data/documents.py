@@ -5,6 +5,10 @@ keeps documents whole. Sources, named by a corpus spec string:
 
     sample:wikipedia         the Wikipedia sample (wiki markup stripped)
     sample:lee               the Lee news corpus (one document per line)
+    sample:rt_train          the RT movie-review sentences of the sentiment
+                             task's training split (text only, no labels;
+                             each sentence a document), for in-domain
+                             pre-training before fine-tuning on that task
     tfds:wikipedia/20230601.en[:split]   TFDS Wikipedia (needs its data)
     sentences:PATH           original format: one sentence per line, a
                              blank line between documents
@@ -244,8 +248,13 @@ def _source(spec, stats, cache=None):
         if rest == "lee":
             path = samples.fetch("lee", cache) / "lee_background.cor"
             return read_document_per_line(path, stats)
+        if rest == "rt_train":
+            from bert_tf.data.tasks.sentiment import load_rt_sentiment
+            train = load_rt_sentiment(cache).split("train").batch(100_000)
+            return ([t.decode("utf-8")] for batch in train
+                    for t in batch["text"].numpy())
         raise ValueError(f"Unknown sample corpus {spec!r}; use "
-                         "sample:wikipedia or sample:lee.")
+                         "sample:wikipedia, sample:lee or sample:rt_train.")
     if kind == "tfds":
         name, _, split = rest.partition(":")
         return read_tfds_wikipedia(name or "wikipedia/20230601.en",
