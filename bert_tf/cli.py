@@ -147,9 +147,9 @@ def _add_corpus_arguments(parser):
     parser.add_argument(
         "--corpus", action="append", required=True,
         help="corpus spec, repeatable: sample:wikipedia, sample:lee, "
-             "tfds:wikipedia/20230601.en, sentences:PATH (one sentence per "
-             "line, blank line between documents), paragraphs:PATH, "
-             "lines:PATH (one document per line)")
+             "sample:rt_train, tfds:wikipedia/20230601.en, sentences:PATH "
+             "(one sentence per line, blank line between documents), "
+             "paragraphs:PATH, lines:PATH (one document per line)")
     parser.add_argument("--cache", help="sample cache directory")
 
 
@@ -266,7 +266,7 @@ def build_parser():
     p.add_argument("--batch-size", type=int, default=64)
     p.set_defaults(func=_predict)
 
-    p = sub.add_parser("demo", help="the guided tour (what `make demo` runs)")
+    p = sub.add_parser("demo", help="the main job (what `make demo` runs)")
     p.add_argument("--output", default="demo_out",
                    help="directory for what the demo writes")
     p.set_defaults(func=_demo)

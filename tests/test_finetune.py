@@ -83,3 +83,38 @@ def test_finetune_configs_in_repo_validate():
         lines = []
         finetune.run(cfg, dry_run=True, log=lines.append)
         assert "strategy:" in lines[-1], path
+
+
+MIRRORED_FINETUNE = """
+import sys
+import tensorflow as tf
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from bert_tf import finetune
+from toy_task import toy_config, write_toy_task
+directory = Path(sys.argv[1])
+write_toy_task(directory)
+result = finetune.run(toy_config(directory, strategy="mirrored"),
+                      log=print)
+print("RESULT", result.best["value"], result.test["accuracy"])
+"""
+
+
+def test_finetune_under_mirrored_strategy(tmp_path):
+    """The same trainer fine-tunes over 2 replicas (2 logical CPUs)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    result = subprocess.run(
+        [sys.executable, "-c", MIRRORED_FINETUNE, str(tmp_path),
+         str(Path(__file__).parent)], capture_output=True, text=True,
+        timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[
+        -3000:]
+    assert "MirroredStrategy with 2 replica(s)" in result.stdout
+    best, test = map(float, result.stdout.split("RESULT")[-1].split())
+    assert best >= 0.9 and test >= 0.9
