@@ -36,6 +36,7 @@ bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/pair_creation.py
 	$(BENCH_VENV)/bin/python benchmarks/tokenizer_fidelity.py
 	$(BENCH_VENV)/bin/python benchmarks/model_throughput.py
+	$(BENCH_VENV)/bin/python benchmarks/serving.py
 
 # Regenerates the committed reference fixtures with PyTorch + transformers.
 parity-fixtures: $(STAMP)
