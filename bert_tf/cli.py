@@ -153,6 +153,18 @@ def _add_corpus_arguments(parser):
     parser.add_argument("--cache", help="sample cache directory")
 
 
+def _add_run_arguments(parser, example_config, example_override):
+    """--config, --set and --dry-run of the commands that run a config."""
+    parser.add_argument("--config", required=True,
+                        help=f"a YAML file, e.g. {example_config}")
+    parser.add_argument("--set", action="append", default=[],
+                        metavar="KEY=VALUE", help=f"override, e.g. "
+                        f"{example_override} (repeatable)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the resolved config and the strategy, "
+                             "then exit")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="bert-tf",
@@ -227,25 +239,14 @@ def build_parser():
 
     p = sub.add_parser("pretrain", help="pre-train with a config "
                                         "(strategies, checkpoints, resume)")
-    p.add_argument("--config", required=True,
-                   help="a YAML file, e.g. configs/pretrain/sample_cpu.yaml")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override, e.g. trainer.train_steps=100 (repeatable)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the resolved config and the strategy, then "
-                        "exit")
+    _add_run_arguments(p, "configs/pretrain/sample_cpu.yaml",
+                       "trainer.train_steps=100")
     p.set_defaults(func=_pretrain)
 
     p = sub.add_parser("finetune", help="fine-tune a classifier with a "
                                         "config (GLUE, local files, samples)")
-    p.add_argument("--config", required=True,
-                   help="a YAML file, e.g. "
-                        "configs/finetune/rt_sentiment_minilm.yaml")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override, e.g. epochs=1 (repeatable)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the resolved config and the strategy, then "
-                        "exit")
+    _add_run_arguments(p, "configs/finetune/rt_sentiment_minilm.yaml",
+                       "epochs=1")
     p.set_defaults(func=_finetune)
 
     p = sub.add_parser("export", help="write a fine-tuned classifier as a "
