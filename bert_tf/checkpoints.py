@@ -425,7 +425,7 @@ def read_hf(path):
 # Original Google TF1 checkpoints
 # ---------------------------------------------------------------------------
 
-def _checkpoint_prefix(path, default_names):
+def checkpoint_prefix(path, default_names):
     """Resolves a directory or a file prefix to a readable checkpoint."""
     path = Path(path)
     if path.is_dir():
@@ -468,7 +468,7 @@ def read_tf1(path):
     Returns:
         (EncoderConfig, canonical weights dict, list of ignored names).
     """
-    prefix = _checkpoint_prefix(path, ("bert_model.ckpt",))
+    prefix = checkpoint_prefix(path, ("bert_model.ckpt",))
     config = encoder_config_from_json(
         _find_file(prefix.parent, ("bert_config.json", "config.json"),
                    "bert_config.json"), "tf1")
@@ -565,7 +565,7 @@ def read_garden(path):
     Returns:
         (EncoderConfig, canonical weights dict, list of ignored names).
     """
-    prefix = _checkpoint_prefix(path, ("bert_model.ckpt", "ckpt"))
+    prefix = checkpoint_prefix(path, ("bert_model.ckpt", "ckpt"))
     config = encoder_config_from_json(
         _find_file(prefix.parent, ("bert_config.json", "config.json"),
                    "bert_config.json"), "tf1")
@@ -703,7 +703,7 @@ def read_model_variables(prefix):
     >>> variables["encoder/pooler/kernel"].shape                        # doctest: +SKIP
     (128, 128)
     """
-    prefix = _checkpoint_prefix(prefix, (WEIGHTS_PREFIX,))
+    prefix = checkpoint_prefix(prefix, (WEIGHTS_PREFIX,))
     keys, reader = _variable_keys(prefix)
     return {path: reader.get_tensor(key) for path, key in keys.items()}
 
@@ -740,7 +740,7 @@ def restore_model(prefix, encoder, masked_lm=None, next_sentence=None,
     A variable missing from the checkpoint or with another shape raises a
     ValueError that names it; nothing is restored in that case.
     """
-    prefix = _checkpoint_prefix(prefix, (WEIGHTS_PREFIX,))
+    prefix = checkpoint_prefix(prefix, (WEIGHTS_PREFIX,))
     found = _normalized_keys(prefix)
     heads = dict(masked_lm=masked_lm, next_sentence=next_sentence, **heads)
     for key, variable in _expected_keys(encoder, heads).items():
@@ -820,7 +820,7 @@ def load_pretrained(directory, with_heads=True, dtype=None):
     config = config_lib.load_config(directory / CONFIG_FILE).encoder
     vocab = read_vocab(directory / VOCAB_FILE)
     check_vocab_size(vocab, config, directory / VOCAB_FILE)
-    prefix = _checkpoint_prefix(directory, (WEIGHTS_PREFIX,))
+    prefix = checkpoint_prefix(directory, (WEIGHTS_PREFIX,))
     encoder = BertEncoder.from_config_object(config, dtype=dtype)
     mlm, nsp = has_heads(prefix)
     pretrainer = None
@@ -845,10 +845,10 @@ def check_vocab_size(vocab, config, path):
 # Conversion
 # ---------------------------------------------------------------------------
 
-_READERS = {"hf": read_hf, "tf1": read_tf1, "garden": read_garden}
+READERS = {"hf": read_hf, "tf1": read_tf1, "garden": read_garden}
 
 
-def _find_vocab(path):
+def find_vocab(path):
     path = Path(path)
     directory = path if path.is_dir() else path.parent
     for candidate in (directory / VOCAB_FILE, directory.parent / VOCAB_FILE):
@@ -875,11 +875,11 @@ def convert(source, input_path, output_dir, vocab_path=None, log=print):
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.models.pretrainer import BertPretrainer
 
-    if source not in _READERS:
+    if source not in READERS:
         raise ValueError(f"Unknown checkpoint source {source!r}; choose one "
                          f"of {', '.join(SOURCES)}.")
-    config, weights, ignored = _READERS[source](input_path)
-    vocab_path = Path(vocab_path) if vocab_path else _find_vocab(input_path)
+    config, weights, ignored = READERS[source](input_path)
+    vocab_path = Path(vocab_path) if vocab_path else find_vocab(input_path)
     vocab = read_vocab(vocab_path)
     check_vocab_size(vocab, config, vocab_path)
     encoder = BertEncoder.from_config_object(config)

@@ -60,8 +60,8 @@ def resolve_init(cfg):
         return Init(cfg.encoder, Path(cfg.vocab), lambda encoder: None,
                     "random init")
     if source in checkpoints.SOURCES and rest:
-        encoder_config, weights, _ = checkpoints._READERS[source](rest)
-        vocab = Path(cfg.vocab) if cfg.vocab else checkpoints._find_vocab(
+        encoder_config, weights, _ = checkpoints.READERS[source](rest)
+        vocab = Path(cfg.vocab) if cfg.vocab else checkpoints.find_vocab(
             rest)
         return Init(encoder_config, vocab,
                     lambda encoder: checkpoints.assign_weights(
@@ -76,14 +76,14 @@ def resolve_init(cfg):
             path / checkpoints.VOCAB_FILE
         weights = path / "checkpoints" if (path / "checkpoints").is_dir() \
             else path
-        prefix = checkpoints._checkpoint_prefix(weights,
+        prefix = checkpoints.checkpoint_prefix(weights,
                                                 (checkpoints.WEIGHTS_PREFIX,))
     else:
         if not cfg.vocab:
             raise ValueError(f"init = {spec}: a bare checkpoint needs vocab "
                              "and encoder set in the config.")
         encoder_config, vocab = cfg.encoder, Path(cfg.vocab)
-        prefix = checkpoints._checkpoint_prefix(path,
+        prefix = checkpoints.checkpoint_prefix(path,
                                                 (checkpoints.WEIGHTS_PREFIX,))
     return Init(encoder_config, vocab,
                 lambda encoder: checkpoints.restore_model(prefix, encoder),
