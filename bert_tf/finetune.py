@@ -24,7 +24,7 @@ from bert_tf.models.tasks import BertClassifier
 from bert_tf.text.preprocessor import BertPreprocessor
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
 
 TASK_FILE = "classifier.yaml"  # what `export` needs besides the weights
@@ -276,13 +276,11 @@ def run(cfg, dry_run=False, log=print):
             task, validation, preprocessor, cfg.eval_batch_size,
             dynamic_length=dynamic))
 
-    trainer_clips = cfg.mixed_precision != "mixed_float16"
-    opt_cfg = dataclasses.replace(optimizer_cfg, clipnorm=0.0) \
-        if trainer_clips else optimizer_cfg
+    opt_cfg, clipnorm = split_clipping(optimizer_cfg, cfg.mixed_precision)
     trainer = Trainer(
         strategy, model_fn, lambda: create_optimizer(opt_cfg), train_fn,
         trainer_cfg, global_batch_size=cfg.batch_size,
-        clipnorm=optimizer_cfg.clipnorm if trainer_clips else None, log=log,
+        clipnorm=clipnorm, log=log,
         evaluate_fn=evaluate_fn,
         best_metric=task.metrics[0] if validation else None)
     model_dir = trainer.model_dir

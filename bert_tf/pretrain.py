@@ -1,7 +1,6 @@
 """`bert-tf pretrain`: assembles strategy, precision, model, data and trainer
 from a `PretrainConfig` and runs it."""
 
-import dataclasses
 
 import keras
 import yaml
@@ -12,7 +11,7 @@ from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
 
 
@@ -47,18 +46,15 @@ def build_trainer(cfg, log=print):
             data.whole_word_masking, seed=seed, input_context=context,
             shuffle_buffer=data.shuffle_buffer)
 
-    # The trainer clips the replica-summed gradient itself (exact under
-    # tf.distribute); fp16 loss scaling needs the optimizer to do it.
-    trainer_clips = cfg.mixed_precision != "mixed_float16"
-    optimizer_config = dataclasses.replace(
-        cfg.optimizer, clipnorm=0.0) if trainer_clips else cfg.optimizer
+    optimizer_config, clipnorm = split_clipping(cfg.optimizer,
+                                                cfg.mixed_precision)
     return Trainer(
         strategy, model_fn, lambda: create_optimizer(optimizer_config),
         dataset_fn(data.train_files.split(","), data.seed), cfg.trainer,
         eval_dataset_fn=(dataset_fn(data.eval_files, data.seed + 1)
                          if data.eval_files else None),
         global_batch_size=data.global_batch_size,
-        clipnorm=cfg.optimizer.clipnorm if trainer_clips else None, log=log)
+        clipnorm=clipnorm, log=log)
 
 
 def run(cfg, dry_run=False, log=print):

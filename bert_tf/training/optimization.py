@@ -6,6 +6,8 @@ warm-up then linear or polynomial decay, global-norm clipping, gradient
 accumulation, and loss scaling under `mixed_float16`.
 """
 
+import dataclasses
+
 import keras
 
 from bert_tf.config import OptimizerConfig  # noqa: F401 (re-export)
@@ -50,6 +52,25 @@ class WarmUpPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         return {"peak": self.peak, "warmup_steps": self.warmup_steps,
                 "decay_steps": self.decay_steps, "end": self.end,
                 "power": self.power}
+
+
+def split_clipping(config, mixed_precision):
+    """Who clips the gradient: (optimizer config, trainer clipnorm or None).
+
+    The trainer clips the replica-summed gradient itself, which is exact
+    under tf.distribute (Keras's `global_clipnorm` clips each replica's
+    partial gradient); fp16 loss scaling needs the optimizer to clip the
+    unscaled gradient, so then the optimizer keeps it.
+
+    Example:
+    >>> from bert_tf.config import OptimizerConfig
+    >>> opt, clip = split_clipping(OptimizerConfig(clipnorm=1.0), "float32")
+    >>> opt.clipnorm, clip
+    (0.0, 1.0)
+    """
+    if mixed_precision == "mixed_float16":
+        return config, None
+    return dataclasses.replace(config, clipnorm=0.0), config.clipnorm or None
 
 
 def create_optimizer(config):
