@@ -1,7 +1,6 @@
 """`bert-tf pretrain`: assembles strategy, precision, model, data and trainer
 from a `PretrainConfig` and runs it."""
 
-
 import keras
 import yaml
 
