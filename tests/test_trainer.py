@@ -286,6 +286,24 @@ def test_bfloat16_and_xla_train_20_steps(sample_pairs, tmp_path, overrides):
     assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
 
 
+def test_mlm_only_pretraining_with_clipping_leaves_the_pooler(sample_pairs,
+                                                            tmp_path):
+    """Without NSP the pooler gets no gradient: it is skipped, not a crash."""
+    from bert_tf import pretrain
+    pairs_dir, _ = sample_pairs
+    cfg = pretrain.load(_config(tmp_path, pairs_dir), [
+        "nsp=false", "optimizer.clipnorm=1.0"])
+    trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
+    pooler = trainer.model.encoder.pooler.kernel.numpy()
+    embeddings = trainer.model.encoder.token_embedding.embeddings.numpy()
+    loss = float(trainer._train_loop(trainer.iterator, tf.constant(3)))
+    assert np.isfinite(loss)
+    np.testing.assert_array_equal(trainer.model.encoder.pooler.kernel.numpy(),
+                                  pooler)
+    assert not np.array_equal(
+        trainer.model.encoder.token_embedding.embeddings.numpy(), embeddings)
+
+
 def test_two_phase_schedule_continues_from_the_short_phase(sample_pairs,
                                                            tmp_path):
     """Phase 2 (longer sequences) starts from phase 1's checkpoint."""

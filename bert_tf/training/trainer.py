@@ -150,8 +150,12 @@ class Trainer:
                 loss = model.compute_loss(x=x, y=y, y_pred=outputs,
                                           sample_weight=weights)
                 scaled = optimizer.scale_loss(loss)
-            variables = model.trainable_variables
-            gradients = tape.gradient(scaled, variables)
+            # Variables the loss does not reach (the pooler of a model
+            # pre-trained without NSP) get no gradient and no update.
+            pairs = [(g, v) for g, v in zip(
+                tape.gradient(scaled, model.trainable_variables),
+                model.trainable_variables) if g is not None]
+            gradients, variables = [g for g, _ in pairs], [v for _, v in pairs]
             if self.clipnorm:
                 gradients = self._clip_global(gradients)
             optimizer.apply_gradients(zip(gradients, variables))
