@@ -103,8 +103,8 @@ def main():
                 op = re.sub(r"_\d+(/|$)", r"\1", names.get(base, "?"))
                 by_op[(re.sub(r"[.\d]+$", "", base),
                        re.sub(r"layer_\d+", "layer_N", op))] += ms
-    print(f"{args.shape}: {step_ms:.0f} ms per step (wall, profiler on); thread "
-          f"time per step by HLO kind:")
+    print(f"{args.shape}: {step_ms:.0f} ms per step (wall, profiler on); "
+          f"thread time per step by HLO kind:")
     for kind, ms in by_kind.most_common(args.top):
         print(f"  {ms:8.1f} ms  {kind}")
     print("by HLO kind and TensorFlow op (layers folded together):")
