@@ -287,17 +287,23 @@ class PretrainConfig:
     def validate(self, where=""):
         self.encoder.validate(_join(where, "encoder"))
         self.data.validate(_join(where, "data"))
-        self.optimizer.validate(_join(where, "optimizer"))
-        self.trainer.validate(_join(where, "trainer"))
-        _check_choice(_join(where, "strategy"), self.strategy, STRATEGIES)
-        _check_choice(_join(where, "mixed_precision"), self.mixed_precision,
-                      PRECISIONS)
+        _validate_run(self, where)
         if self.data.seq_length > self.encoder.max_position_embeddings:
             raise ValueError(
                 f"data.seq_length = {self.data.seq_length} exceeds "
                 "encoder.max_position_embeddings = "
                 f"{self.encoder.max_position_embeddings}.")
         return self
+
+
+def _validate_run(cfg, where):
+    """What pre-training and fine-tuning configs share: optimizer, trainer,
+    strategy and precision."""
+    cfg.optimizer.validate(_join(where, "optimizer"))
+    cfg.trainer.validate(_join(where, "trainer"))
+    _check_choice(_join(where, "strategy"), cfg.strategy, STRATEGIES)
+    _check_choice(_join(where, "mixed_precision"), cfg.mixed_precision,
+                  PRECISIONS)
 
 
 def _check_choice(key, value, choices):
@@ -543,11 +549,7 @@ class FinetuneConfig:
     def validate(self, where=""):
         self.task.validate(_join(where, "task"))
         self.encoder.validate(_join(where, "encoder"))
-        self.optimizer.validate(_join(where, "optimizer"))
-        self.trainer.validate(_join(where, "trainer"))
-        _check_choice(_join(where, "strategy"), self.strategy, STRATEGIES)
-        _check_choice(_join(where, "mixed_precision"), self.mixed_precision,
-                      PRECISIONS)
+        _validate_run(self, where)
         for key in ("seq_length", "batch_size", "eval_batch_size"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"{_join(where, key)} = "
