@@ -32,8 +32,7 @@ FEATURES = ("pooled", "cls", "mean", "word_embedding")
 def features(encoder, dataset):
     """{feature kind: [examples, H]} and the labels, over a dataset."""
     out, labels = {k: [] for k in FEATURES}, []
-    forward = tf.function(lambda x: encoder(x, training=False),
-                          reduce_retracing=True)
+    forward = tf.function(lambda x: encoder(x, training=False))
     for x, y in dataset:
         outputs = forward(x)
         mask = tf.cast(x["input_mask"], tf.float32)[..., None]
@@ -71,6 +70,7 @@ def main():
     parser.add_argument("--task", default="sample:rt_sentiment")
     parser.add_argument("--seq-length", type=int, default=64)
     args = parser.parse_args()
+    tf.get_logger().setLevel("ERROR")  # retracing notes for the last batch
     cfg = config_lib.load_config(args.init / checkpoints.CONFIG_FILE)
     vocab = read_vocab(args.init / checkpoints.VOCAB_FILE)
     task = load_task(args.task)
