@@ -29,6 +29,15 @@ def encoder_inputs(names=INPUT_NAMES):
             for name in names}
 
 
+def from_config_with_encoder(cls, config):
+    """`cls(**config)` with the serialized `encoder` entry rebuilt: the
+    `from_config` of every model that wraps a `BertEncoder`."""
+    config = dict(config)
+    config["encoder"] = keras.saving.deserialize_keras_object(
+        config["encoder"])
+    return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertEncoder(keras.Model):
     """The BERT encoder (Devlin et al. 2018).

@@ -9,7 +9,7 @@ from bert_tf.layers.heads import MaskedLMHead, NextSentenceHead
 from bert_tf.losses import (global_sum, masked_lm_loss,
                             next_sentence_loss, scale_for_replicas)
 from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder, encoder_inputs,
-                                    select_inputs)
+                                    from_config_with_encoder, select_inputs)
 
 PRETRAINING_INPUT_NAMES = INPUT_NAMES + ("masked_lm_positions",)
 
@@ -136,7 +136,4 @@ class BertPretrainer(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(
-            config["encoder"])
-        return cls(**config)
+        return from_config_with_encoder(cls, config)

@@ -11,7 +11,8 @@ tagging and multiple choice add their own head next to `BertClassifier`.
 import keras
 
 from bert_tf.layers.heads import ClassificationHead
-from bert_tf.models.encoder import INPUT_NAMES, encoder_inputs, select_inputs
+from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
+                                    from_config_with_encoder, select_inputs)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -80,7 +81,4 @@ class BertClassifier(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(
-            config["encoder"])
-        return cls(**config)
+        return from_config_with_encoder(cls, config)
