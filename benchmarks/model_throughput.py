@@ -72,13 +72,18 @@ def our_steps(shape):
 
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.models.pretrainer import BertPretrainer
+    from bert_tf.training.optimization import NO_DECAY, FusedAdamW
 
     encoder = BertEncoder(num_layers=shape["layers"],
                           hidden_size=shape["hidden"],
                           num_heads=shape["heads"],
                           intermediate_size=4 * shape["hidden"])
     model = BertPretrainer(encoder)
-    optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01)
+    optimizer = FusedAdamW(1e-4, weight_decay=0.01)  # what `pretrain` uses
+    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY))
+    # Built up front, as the trainer and `model.fit` do (a lazy build inside
+    # the first step would trace it twice).
+    optimizer.build(model.trainable_variables)
 
     @tf.function(jit_compile=True)
     def infer(x):
