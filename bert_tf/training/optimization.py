@@ -64,8 +64,8 @@ class FusedAdamW(keras.optimizers.AdamW):
     rounding), but the moments of all variables live in one flat vector per
     weight-decay group and one step updates each group in a single
     elementwise pass. Under XLA that is a handful of kernels instead of
-    several per variable: BERT-Base's first (compile) step drops from about
-    30 s to about 18 s on 2 CPU cores at unchanged step time. Works under
+    several per variable: BERT-Base's first (compile) step drops from 20 s
+    to 15 s on 2 CPU cores at unchanged step time. Works under
     every tf.distribute strategy, with gradient accumulation, clipping and
     loss scaling like its parent; `amsgrad` is not supported.
 
