@@ -269,8 +269,9 @@ def test_multi_worker_mirrored_two_processes(sample_pairs, tmp_path):
 
 
 @pytest.mark.parametrize("overrides", [["mixed_precision=mixed_bfloat16"],
+                                       ["mixed_precision=mixed_float16"],
                                        ["trainer.jit_compile=true"]])
-def test_bfloat16_and_xla_train_20_steps(sample_pairs, tmp_path, overrides):
+def test_bfloat16_float16_and_xla_train_20_steps(sample_pairs, tmp_path, overrides):
     import keras
     from bert_tf import pretrain
     pairs_dir, _ = sample_pairs
