@@ -280,6 +280,10 @@ def main(argv=None):
         args.func(args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"bert-tf {args.command}: error: {e}", file=sys.stderr)
+        # A failed checkpoint restore leaves objects that, when collected,
+        # log one warning per unrestored value; the error above says it all.
+        import logging
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
         return 2
     return 0
 

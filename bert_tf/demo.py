@@ -17,6 +17,7 @@
 """
 
 import collections
+import shutil
 import time
 from pathlib import Path
 
@@ -246,6 +247,12 @@ def summary(output_dir, results, export_dir):
 def main(output_dir="demo_out"):
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
+    # A rerun trains afresh (a finished run directory would just be
+    # restored, and one from an older bert_tf may not fit at all).
+    stale = [output_dir / "pretrain", *output_dir.glob("rt_sentiment_*")]
+    for directory in (d for d in stale if d.is_dir()):
+        shutil.rmtree(directory)
+        print(f"removed the previous demo run {directory}")
     start = time.time()
     parameter_counts()
     pretrained, _ = minilm_parity(output_dir)

@@ -91,6 +91,29 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
     assert (tmp_path / "b" / "run" / "tensorboard").is_dir()
 
 
+def test_resuming_a_checkpoint_of_another_optimizer_layout_is_refused(
+        sample_pairs, tmp_path, monkeypatch):
+    """A run directory written with Keras's per-variable AdamW (bert_tf
+    before FusedAdamW) is not resumed into the fused layout: a clear error
+    that says what to do, and the checkpoint stays as it was."""
+    import keras
+    from bert_tf import pretrain
+    from bert_tf.training import optimization
+    pairs_dir, _ = sample_pairs
+    cfg = pretrain.load(_config(tmp_path, pairs_dir, train_steps=5,
+                                steps_per_loop=5, checkpoint_every=5))
+    monkeypatch.setattr(optimization, "FusedAdamW", keras.optimizers.AdamW)
+    pretrain.build_trainer(cfg, log=lambda *a: None).train()
+    monkeypatch.undo()
+    checkpoints_dir = tmp_path / "run" / "checkpoints"
+    before = {p.name: p.stat().st_mtime_ns for p in checkpoints_dir.iterdir()}
+    with pytest.raises(ValueError, match=r"Cannot resume from .*ckpt-5: .*"
+                       r"optimizer.*new trainer.model_dir.*init_checkpoint="):
+        pretrain.build_trainer(cfg, log=lambda *a: None).train()
+    assert {p.name: p.stat().st_mtime_ns
+            for p in checkpoints_dir.iterdir()} == before
+
+
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(sample_pairs,
                                                            tmp_path):
     from bert_tf import pretrain

@@ -215,7 +215,17 @@ class Trainer:
         """Restores the latest checkpoint, if any; returns its path."""
         latest = self.manager.latest_checkpoint
         if latest:
-            self.checkpoint.read(latest).assert_existing_objects_matched()
+            try:
+                self.checkpoint.read(latest).assert_existing_objects_matched()
+            except (ValueError, AssertionError) as error:
+                reason = str(error).strip().splitlines()[0][:300].rstrip(".")
+                raise ValueError(
+                    f"Cannot resume from {latest}: it does not fit this run "
+                    f"({reason}). It was written with another model config "
+                    "or optimizer (bert_tf before FusedAdamW kept Adam's "
+                    "moments per variable). Nothing was changed: use a new "
+                    "trainer.model_dir (to pre-train on from these weights: "
+                    f"init_checkpoint={Path(latest).parent}).") from None
             self.log(f"restored {latest} at step {int(self.step.numpy())}")
             best_file = self.best_dir / "best.json"
             if self.best_metric and best_file.is_file():
