@@ -154,13 +154,14 @@ class FusedAdamW(keras.optimizers.AdamW):
             runs.setdefault(decay, []).append((start, size, grad, variable))
         for decay, entries in runs.items():
             entries.sort(key=lambda e: e[0])
-            run = [entries[0]]
-            for entry in entries[1:] + [None]:
-                if entry is not None and entry[0] == run[-1][0] + run[-1][1]:
+            run = entries[:1]
+            for entry in entries[1:]:
+                if entry[0] == run[-1][0] + run[-1][1]:
                     run.append(entry)
-                    continue
-                self._update_run(decay, run, alpha, decay_rate)
-                run = [entry]
+                else:
+                    self._update_run(decay, run, alpha, decay_rate)
+                    run = [entry]
+            self._update_run(decay, run, alpha, decay_rate)
 
     def _update_run(self, decay, run, alpha, decay_rate):
         m, v = (x.value for x in self._flat_moments[decay])
