@@ -68,8 +68,6 @@ def timed(fn, seconds=20.0, min_calls=3):
 def our_steps(shape):
     """Our XLA-compiled encoder forward and pre-training step, each a
     `tf.function` of the feature dict (also profiled by xla_profile.py)."""
-    import keras
-
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.models.pretrainer import BertPretrainer
     from bert_tf.training.optimization import NO_DECAY, FusedAdamW
