@@ -3,7 +3,7 @@ the graph, against the bare model on already-packed ids.
 
 Builds a BERT-Base classifier (random weights: latency does not depend on
 them) with the real bert-base-uncased vocab at seq 128, exports it with
-`export_classifier`, loads the SavedModel as TF Serving would (after
+`export_model`, loads the SavedModel as TF Serving would (after
 `import tensorflow_text`) and times single real RT movie-review sentences:
 
 - `serving_default`: string in, label and probabilities out;
@@ -51,10 +51,10 @@ def main():
 
     from bert_tf import checkpoints, presets
     from bert_tf.data import samples
-    from bert_tf.data.tasks.sentiment import read_rt_snippets
+    from bert_tf.data.readers.sentiment import read_rt_snippets
     from bert_tf.models.encoder import BertEncoder
-    from bert_tf.models.tasks import BertClassifier
-    from bert_tf.serving.export import export_classifier, load_exported
+    from bert_tf.models.task_models import BertClassifier
+    from bert_tf.serving.export import export_model, load_exported
     from bert_tf.text.preprocessor import BertPreprocessor
     from bert_tf.text.vocab import read_vocab
 
@@ -75,7 +75,7 @@ def main():
         checkpoints.model_checkpoint(model.encoder, classifier=model.head) \
             .write(str(best / "model.ckpt"))
         out = Path(tmp) / "export" / "bench" / "1"
-        export_classifier(best, out, log=lambda *a: None)
+        export_model(best, out, log=lambda *a: None)
         loaded = load_exported(out)
         serve = loaded.signatures["serving_default"]
         preprocess = loaded.signatures["preprocess"]

@@ -16,7 +16,8 @@ _EXPORTS = {
     "load_config": "bert_tf.config",
     "BertEncoder": "bert_tf.models.encoder",
     "BertPretrainer": "bert_tf.models.pretrainer",
-    "BertClassifier": "bert_tf.models.tasks",
+    "BertClassifier": "bert_tf.models.task_models",
+    "BertSpanLabeler": "bert_tf.models.task_models",
     "BertEmbeddings": "bert_tf.layers.embeddings",
     "TransformerBlock": "bert_tf.layers.transformer",
     "MultiHeadSelfAttention": "bert_tf.layers.transformer",
@@ -28,8 +29,8 @@ _EXPORTS = {
     "BertPreprocessor": "bert_tf.text.preprocessor",
     "Vocab": "bert_tf.text.vocab",
     "read_vocab": "bert_tf.text.vocab",
-    "load_task": "bert_tf.data.tasks",
-    "task_dataset": "bert_tf.data.tasks",
+    "load_task": "bert_tf.data.readers",
+    "task_dataset": "bert_tf.data.readers",
 }
 _MODULES = ("checkpoints", "config", "presets", "samples")
 

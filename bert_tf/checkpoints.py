@@ -662,7 +662,8 @@ def model_checkpoint(encoder, masked_lm=None, next_sentence=None, **extra):
     return tf.train.Checkpoint(**items, **extra)
 
 
-_MODEL_ROOTS = ("encoder", "masked_lm", "next_sentence", "classifier")
+_MODEL_ROOTS = ("encoder", "masked_lm", "next_sentence", "classifier",
+                "span_labeler")
 
 
 def _variable_keys(prefix):

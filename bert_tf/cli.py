@@ -93,48 +93,18 @@ def _finetune(args):
 
 
 def _export(args):
-    from bert_tf.serving.export import export_classifier
+    from bert_tf.serving.export import export_model
 
-    export_classifier(args.checkpoint, args.out, overwrite=args.overwrite)
-
-
-def _read_inputs(args):
-    texts = list(args.texts)
-    if args.input:
-        with open(args.input, encoding="utf-8", errors="replace") as f:
-            texts += [line.rstrip("\r\n") for line in f]
-    if not texts:
-        raise ValueError("Nothing to predict: give texts as arguments or "
-                         "--input FILE (one text per line; TAB separates "
-                         "the two texts of a pair).")
-    return texts
+    export_model(args.checkpoint, args.out, overwrite=args.overwrite)
 
 
 def _predict(args):
-    import numpy as np
+    from bert_tf import tasks
+    from bert_tf.serving.export import exported_kind, load_exported
 
-    from bert_tf.serving.export import load_exported, predict_texts
-
-    texts = _read_inputs(args)
-    model = load_exported(args.model)
-    pair = "text_b" in model.signatures[
-        "serving_default"].structured_input_signature[1]
-    for start in range(0, len(texts), args.batch_size):
-        chunk = texts[start:start + args.batch_size]
-        if pair:
-            halves = [t.split("\t", 1) + [""] for t in chunk]
-            out = predict_texts(model, [h[0] for h in halves],
-                                [h[1] for h in halves])
-        else:
-            out = predict_texts(model, chunk)
-        for i, text in enumerate(chunk):
-            shown = text if len(text) <= 60 else text[:57] + "..."
-            if "score" in out:
-                print(f"{out['score'][i]:.4f}\t{shown}")
-            else:
-                label = out["label"][i].decode()
-                probability = float(np.max(out["probabilities"][i]))
-                print(f"{label}\t{probability:.4f}\t{shown}")
+    loaded = load_exported(args.model)
+    tasks.get_task_class(exported_kind(args.model)).print_predictions(
+        loaded, args)
 
 
 def _demo(args):
@@ -243,13 +213,13 @@ def build_parser():
                        "trainer.train_steps=100")
     p.set_defaults(func=_pretrain)
 
-    p = sub.add_parser("finetune", help="fine-tune a classifier with a "
-                                        "config (GLUE, local files, samples)")
+    p = sub.add_parser("finetune", help="fine-tune any task kind with a "
+                                        "config (classification, span QA)")
     _add_run_arguments(p, "configs/finetune/rt_sentiment_minilm.yaml",
                        "epochs=1")
     p.set_defaults(func=_finetune)
 
-    p = sub.add_parser("export", help="write a fine-tuned classifier as a "
+    p = sub.add_parser("export", help="write a fine-tuned model as a "
                                       "SavedModel that takes raw text")
     p.add_argument("--checkpoint", required=True,
                    help="a `bert-tf finetune` model_dir (or its best/)")
@@ -259,11 +229,16 @@ def build_parser():
                    help="replace an existing export")
     p.set_defaults(func=_export)
 
-    p = sub.add_parser("predict", help="label texts with an exported model")
+    p = sub.add_parser("predict", help="answer raw text with an exported "
+                                       "model (any task kind)")
     p.add_argument("--model", required=True, help="export/NAME/VERSION")
-    p.add_argument("texts", nargs="*", help="texts to label (pairs: "
-                                           "'A<TAB>B')")
-    p.add_argument("--input", help="a file with one text per line")
+    p.add_argument("texts", nargs="*", help="classification: texts to label "
+                                           "(pairs: 'A<TAB>B')")
+    p.add_argument("--input", help="classification: a file with one text per "
+                                   "line; QA: a JSONL file of "
+                                   '{"question", "context"} objects')
+    p.add_argument("--question", help="QA: the question")
+    p.add_argument("--context", help="QA: the context (or @FILE to read it)")
     p.add_argument("--batch-size", type=int, default=64)
     p.set_defaults(func=_predict)
 

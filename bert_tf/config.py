@@ -461,20 +461,30 @@ def save_config(config, path):
 
 @dataclasses.dataclass
 class TaskConfig:
-    """Which task data a fine-tuning run reads (see `bert_tf.data.tasks`).
+    """Which task a fine-tuning run learns, and from which data.
 
     Args:
-        name: `glue/NAME` (TFDS), `sample:rt_sentiment` (the real RT movie
-            sentences) or `local` (the files below).
-        train_file, validation_file, test_file: local TSV/CSV/JSONL files.
-        text, text_b, label: their column names (`text_b` for pairs).
+        kind: the task kind (`bert_tf.tasks.KINDS`): `classification`
+            (`glue/NAME`, `sample:rt_sentiment`, `local` TSV/CSV/JSONL) or
+            `span_qa` (`squad/v1.1`, `squad/v2.0`, `sample:wnut_qa`, `local`
+            SQuAD JSON).
+        name: the data, as listed for `kind`.
+        train_file, validation_file, test_file: local files.
+        text, text_b, label: column names of local classification files
+            (`text_b` for pairs).
         labels: class names in id order (default: sorted, from train).
         regression: numeric labels, one output.
         format: `tsv`, `csv` or `jsonl` ("" : from the file names).
         data_dir: TFDS data directory ("" : TFDS's default).
-        seed: split seed of the sample task.
+        seed: split seed of the sample tasks.
+        doc_stride: span QA: word pieces between window starts.
+        max_query_length: span QA: word pieces kept of a question.
+        max_answer_length: span QA: longest answer, in word pieces.
+        n_best_size: span QA: start/end candidates per window, and the
+            number of answers a served model returns.
     """
 
+    kind: str = "classification"
     name: str = "sample:rt_sentiment"
     train_file: str = ""
     validation_file: str = ""
@@ -487,16 +497,20 @@ class TaskConfig:
     format: str = ""
     data_dir: str = ""
     seed: int = 0
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
 
     def validate(self, where="task"):
         if self.name == "local" and not self.train_file:
             raise ValueError(f"{where}.train_file is required for a local "
                              "task.")
-        if not (self.name == "local" or self.name.startswith("glue/") or
-                self.name == "sample:rt_sentiment"):
-            raise ValueError(
-                f"{where}.name = {self.name!r}: use glue/NAME, "
-                "sample:rt_sentiment or local.")
+        for key in ("doc_stride", "max_query_length", "max_answer_length",
+                    "n_best_size"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
+                                 "must be >= 1.")
         return self
 
 

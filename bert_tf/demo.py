@@ -192,13 +192,13 @@ def finetuning(output_dir, pretrain_dir, vocab_path):
 
 def serve(output_dir, results):
     """Exports the best fine-tuned model and answers through the export."""
-    from bert_tf.serving.export import (export_classifier, load_exported,
+    from bert_tf.serving.export import (export_model, load_exported,
                                         predict_texts)
 
     name, best = max(results, key=lambda r: r[1].best.get("value", 0))
     _section(f"Export: {name} as a SavedModel that takes raw text")
     out = output_dir / "export" / "rt_sentiment" / "1"
-    export_classifier(best.best_dir, out, overwrite=True)
+    export_model(best.best_dir, out, overwrite=True)
     loaded = load_exported(out)
     answers = predict_texts(loaded, EXAMPLES)
     for i, text in enumerate(EXAMPLES):

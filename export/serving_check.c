@@ -1,10 +1,11 @@
-/* serving_check: runs an exported bert_tf classifier with no Python.
+/* serving_check: runs an exported bert_tf model with no Python.
  *
  * Loads the tf-text op libraries (TF_LoadLibrary), then the SavedModel
  * (TF_LoadSessionFromSavedModel, tag "serve"), feeds strings to the
  * serving_default signature and prints one line per input:
  *     LABEL<TAB>P0 P1 ...        (classification: label, probabilities)
  *     score<TAB>VALUE            (regression)
+ *     NAME=VALUE<TAB>...         (other task kinds: every [batch] output)
  * Signature tensor names come from assets.extra/signature_tensors.txt,
  * written by `bert-tf export` (C has no SavedModel proto parser).
  *
@@ -15,7 +16,8 @@
  * Run:
  *   ./serving_check -l .../tensorflow_text/python/ops/_fast_wordpiece_tokenizer.so \
  *     [-l LIB ...] export/rt_sentiment/1 "a fine film" "dull"
- * For pair models each text is "TEXT_A<TAB>TEXT_B".
+ * For pair models each text is "TEXT_A<TAB>TEXT_B"; for QA models
+ * "QUESTION<TAB>CONTEXT".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@
 #include "tensorflow/c/c_api.h"
 #include "tensorflow/c/tf_tstring.h"
 
-#define MAX_TENSORS 8
+#define MAX_TENSORS 16
 
 typedef struct {
   char name[64];
@@ -126,8 +128,9 @@ int main(int argc, char** argv) {
   TF_Tensor* fetch_values[MAX_TENSORS] = {0};
   for (int i = 0; i < n_inputs; ++i) {
     feeds[i] = find(graph, &inputs[i]);
-    feed_values[i] =
-        string_tensor(texts, n, strcmp(inputs[i].name, "text_b") == 0);
+    int second = strcmp(inputs[i].name, "text_b") == 0 ||
+                 strcmp(inputs[i].name, "context") == 0;
+    feed_values[i] = string_tensor(texts, n, second);
   }
   for (int i = 0; i < n_outputs; ++i) fetches[i] = find(graph, &outputs[i]);
   TF_SessionRun(session, NULL, feeds, feed_values, n_inputs, fetches,
@@ -140,7 +143,28 @@ int main(int argc, char** argv) {
     if (strcmp(outputs[i].name, "probabilities") == 0) probabilities = i;
     if (strcmp(outputs[i].name, "score") == 0) score = i;
   }
-  for (int row = 0; row < n; ++row) {
+  /* Classifiers: label + probabilities; regression: score + logits. */
+  int generic = label < 0 && !(score >= 0 && n_outputs == 2);
+  for (int row = 0; row < n && generic; ++row) {
+    for (int i = 0, printed = 0; i < n_outputs; ++i) {
+      TF_Tensor* t = fetch_values[i];
+      if (TF_NumDims(t) != 1) continue;
+      printf(printed++ ? "\t%s=" : "%s=", outputs[i].name);
+      switch (TF_TensorType(t)) {
+        case TF_STRING: {
+          const TF_TString* s = (const TF_TString*)TF_TensorData(t) + row;
+          printf("%.*s", (int)TF_StringGetSize(s), TF_StringGetDataPointer(s));
+          break;
+        }
+        case TF_FLOAT: printf("%.9g", ((float*)TF_TensorData(t))[row]); break;
+        case TF_INT32: printf("%d", ((int*)TF_TensorData(t))[row]); break;
+        case TF_BOOL: printf("%d", ((unsigned char*)TF_TensorData(t))[row]); break;
+        default: printf("?");
+      }
+    }
+    printf("\n");
+  }
+  for (int row = 0; row < n && !generic; ++row) {
     if (score >= 0) {
       printf("score\t%.9g\n", ((float*)TF_TensorData(fetch_values[score]))[row]);
       continue;

@@ -9,6 +9,7 @@ import yaml
 
 from bert_tf import checkpoints, config as config_lib, finetune
 from bert_tf.models.encoder import BertEncoder
+from bert_tf.tasks.classification import load_classifier
 from bert_tf.text.vocab import Vocab
 from toy_task import ENCODER, VOCAB, toy_config, write_toy_task
 
@@ -16,7 +17,7 @@ def test_finetune_learns_and_keeps_the_best_epoch(toy_run):
     directory, result = toy_run
     best = result.best_dir
     assert best == directory / "run" / "best"
-    for name in ("classifier.yaml", "vocab.txt", "model.ckpt.index",
+    for name in ("task.yaml", "vocab.txt", "model.ckpt.index",
                  "best.json", "metrics.json"):
         assert (best / name).is_file(), name
     # One evaluation per epoch (60 steps of 32 over 320 examples).
@@ -29,10 +30,11 @@ def test_finetune_learns_and_keeps_the_best_epoch(toy_run):
     assert result.test["accuracy"] >= 0.9 and 0 <= result.test["f1"] <= 1
     saved = json.loads((best / "metrics.json").read_text())
     assert saved["test"]["accuracy"] == result.test["accuracy"]
-    spec = yaml.safe_load((best / "classifier.yaml").read_text())
+    spec = yaml.safe_load((best / "task.yaml").read_text())
     assert spec["labels"] == ["negative", "positive"] and not spec["pair"]
+    assert spec["kind"] == "classification"
     # The best model reloads and scores the dev set as recorded.
-    model, _, _ = finetune.load_classifier(directory / "run")
+    model, _, _ = load_classifier(directory / "run")
     assert model.num_classes == 2
     assert len(result.history) == 12 and result.history[-1]["step"] == 60
 
@@ -67,7 +69,9 @@ def test_finetune_config_errors(tmp_path):
     with pytest.raises(ValueError, match="Unknown config key 'epoch'"):
         config_lib.from_dict(config_lib.FinetuneConfig, {"epoch": 3})
     with pytest.raises(ValueError, match="task.name = 'sst2'"):
-        toy_config(tmp_path, **{"task.name": "sst2"})
+        finetune.task_of(toy_config(tmp_path, **{"task.name": "sst2"}))
+    with pytest.raises(ValueError, match="task.kind = 'ner'"):
+        finetune.task_of(toy_config(tmp_path, **{"task.kind": "ner"}))
     cfg = toy_config(tmp_path, seq_length=64)
     with pytest.raises(ValueError, match="seq_length = 64 exceeds"):
         finetune.run(cfg, log=lambda *a: None)

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import cli
-from bert_tf.finetune import load_classifier
+from bert_tf.tasks.classification import WARMUP_TEXTS, load_classifier
 from bert_tf.serving import export as export_lib
 from bert_tf.text.preprocessor import BertPreprocessor
 
@@ -29,7 +29,7 @@ def exported(toy_run, tmp_path_factory):
     directory, _ = toy_run
     out = tmp_path_factory.mktemp("export") / "toy" / "1"
     lines = []
-    report = export_lib.export_classifier(directory / "run", out,
+    report = export_lib.export_model(directory / "run", out,
                                           log=lines.append)
     return out, report, lines, directory / "run"
 
@@ -66,9 +66,9 @@ def test_export_layout_and_report(exported):
     config = (out.parent.parent / "models.config").read_text()
     assert 'name: "toy"' in config and 'base_path: "/models/toy"' in config
     with pytest.raises(ValueError, match="already exists"):
-        export_lib.export_classifier(exported[3], out, log=lambda *a: None)
+        export_lib.export_model(exported[3], out, log=lambda *a: None)
     with pytest.raises(ValueError, match="numeric version"):
-        export_lib.export_classifier(exported[3], out.parent / "latest",
+        export_lib.export_model(exported[3], out.parent / "latest",
                                      log=lambda *a: None)
 
 
@@ -237,9 +237,9 @@ def test_warmup_requests_are_prediction_logs(exported):
     out = exported[0]
     records = list(tf.data.TFRecordDataset(
         str(out / "assets.extra" / "tf_serving_warmup_requests")))
-    assert len(records) == len(export_lib.WARMUP_TEXTS)
+    assert len(records) == len(WARMUP_TEXTS)
     loaded = export_lib.load_exported(out)
-    for record, text in zip(records, export_lib.WARMUP_TEXTS):
+    for record, text in zip(records, WARMUP_TEXTS):
         predict_log = _fields(record.numpy())[6][0]  # PredictionLog.predict_log
         request = _fields(_fields(predict_log)[1][0])  # PredictLog.request
         spec = _fields(request[1][0])
@@ -259,7 +259,7 @@ def test_pair_and_regression_exports(tmp_path):
 
     from bert_tf import checkpoints
     from bert_tf.models.encoder import BertEncoder
-    from bert_tf.models.tasks import BertClassifier
+    from bert_tf.models.task_models import BertClassifier
     from bert_tf.text.vocab import Vocab
     from toy_task import ENCODER, VOCAB
 
@@ -275,7 +275,7 @@ def test_pair_and_regression_exports(tmp_path):
         checkpoints.model_checkpoint(model.encoder, classifier=model.head) \
             .write(str(best / "model.ckpt"))
         out = tmp_path / "export" / name / "3"
-        export_lib.export_classifier(best, out, log=lambda *a: None)
+        export_lib.export_model(best, out, log=lambda *a: None)
         loaded = export_lib.load_exported(out)
         result = export_lib.predict_texts(
             loaded, ["the film was good", "bad"], ["the film", "dull film"])

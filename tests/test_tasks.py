@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.tasks import (GLUE_TASKS, load_glue, load_local,
+from bert_tf.data.readers import (GLUE_TASKS, load_glue, load_local,
                                 load_rt_sentiment, task_dataset)
-from bert_tf.data.tasks import metrics
+from bert_tf.data.readers import metrics
 from bert_tf.models.encoder import BertEncoder
-from bert_tf.models.tasks import BertClassifier
+from bert_tf.models.task_models import BertClassifier
 from bert_tf.text.preprocessor import BertPreprocessor
 from conftest import SPECIAL, TINY, random_inputs
 

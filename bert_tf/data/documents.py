@@ -249,7 +249,7 @@ def _source(spec, stats, cache=None):
             path = samples.fetch("lee", cache) / "lee_background.cor"
             return read_document_per_line(path, stats)
         if rest == "rt_train":
-            from bert_tf.data.tasks.sentiment import load_rt_sentiment
+            from bert_tf.data.readers.sentiment import load_rt_sentiment
             train = load_rt_sentiment(cache).split("train").batch(100_000)
             return ([t.decode("utf-8")] for batch in train
                     for t in batch["text"].numpy())

@@ -177,3 +177,49 @@ class NextSentenceHead(ClassificationHead):
         kwargs.pop("dropout", None)
         super().__init__(num_classes=2, dropout=0.0,
                          initializer_range=initializer_range, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class SpanHead(keras.layers.Layer):
+    """Start and end logits per token: the paper's vectors S and E.
+
+    One dense layer with two outputs on every final hidden state T_i;
+    `start_logits[i] = S . T_i`, `end_logits[i] = E . T_i` (float32).
+
+    Args:
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Example:
+    >>> import numpy as np
+    >>> out = SpanHead()(np.random.rand(2, 5, 8).astype("float32"))
+    >>> tuple(out["start_logits"].shape), tuple(out["end_logits"].shape)
+    ((2, 5), (2, 5))
+    """
+
+    def __init__(self, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        # === Config ===
+        self.initializer_range = initializer_range
+
+        # === Layers ===
+        self.dense = keras.layers.Dense(
+            2, kernel_initializer=truncated_normal(initializer_range),
+            dtype=self.dtype_policy, name="dense")
+
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+        self.built = True
+
+    def call(self, sequence_output):
+        logits = ops.cast(self.dense(sequence_output), "float32")
+        return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+
+    def compute_output_spec(self, sequence_output):
+        shape = tuple(sequence_output.shape[:-1])
+        return {name: keras.KerasTensor(shape, dtype="float32")
+                for name in ("start_logits", "end_logits")}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"initializer_range": self.initializer_range})
+        return config

@@ -1,25 +1,12 @@
-"""Exports a fine-tuned classifier as a SavedModel that takes raw text.
+"""Exports a fine-tuned task model as a SavedModel that takes raw text.
 
-Signatures (all outputs dense; TF Serving and the TF C API can run them):
-
-- `serving_default`: `text` (tf.string [batch]) and, for pair tasks,
-  `text_b` -> `probabilities` [batch, K] (softmax), `logits` [batch, K] and
-  `label` [batch] (class names as strings); regression models return
-  `score` [batch] and `logits` [batch, 1].
-- `preprocess`: the same strings -> `input_word_ids`, `input_mask`,
-  `input_type_ids` (int32 [batch, seq_length]), as TF Hub BERT preprocessors.
-- `encode`: strings -> `pooled_output` [batch, H], `sequence_output`
-  [batch, seq_length, H].
-
-Tokenization and packing run inside the graph through the same
-`BertPreprocessor` layer that fed training; the vocab is a graph constant
-and also ships as `assets/vocab.txt`. Over-long input keeps its first word
-pieces: `seq_length - 2` of them for one text, and for pairs the longer
-text loses pieces from its end first (`seq_length - 3` in all), as the
-original BERT's `_truncate_seq_pair`. The exported graph uses only
-TensorFlow core ops and tf-text ops (`audit_ops`), so a TF Serving build
-with tf-text ops serves it; load it in Python after `import
-tensorflow_text`.
+What the signatures take and return is the task kind's
+(`bert_tf.tasks.<kind>`, its `serving_module`); this module writes any of
+them the same way: the SavedModel (staged, then moved into place), the
+vocab as an asset, TF Serving warm-up records, `models.config`, and an op
+audit that proves the graph needs only TensorFlow core and tf-text ops
+(all outputs are dense: TF Serving and the TF C API can run them). Load an
+export in Python after `import tensorflow_text`.
 """
 
 import json
@@ -28,86 +15,11 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from bert_tf import tasks
 from bert_tf.serving import warmup
-from bert_tf.text.preprocessor import BertPreprocessor
 
-WARMUP_TEXTS = ("a gripping, beautifully acted film",
-                "dull and far too long", "")
 SIGNATURE_TENSORS = "signature_tensors.txt"
 FORBIDDEN_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
-
-
-class ClassifierModule(tf.Module):
-    """The `tf.Module` that becomes the SavedModel (see module docstring).
-
-    Args:
-        model: a `BertClassifier`.
-        preprocessor: the `BertPreprocessor` it was trained with.
-        labels: class names in id order (empty: regression).
-        pair: the task takes `text` and `text_b`.
-        vocab_path: vocab.txt, copied into the SavedModel's assets.
-    """
-
-    def __init__(self, model, preprocessor, labels, pair, vocab_path):
-        super().__init__(name="bert_classifier")
-        # Only the plain tf.Variables under the Keras variables are
-        # tracked: a tracked Keras model would add a second copy of each
-        # variable that TF1-style loaders (TF Serving, the C API) restore
-        # while the functions read the first, uninitialized one.
-        self.model_variables = [v.value for v in model.variables]
-        self.label_names = tf.constant(list(labels) or [""])
-        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
-        regression = not labels
-        label_names = self.label_names
-
-        def inputs_of(text, text_b):
-            # The signature declares [batch], but loaded signatures (Python,
-            # TF Serving, the C API) do not check shapes, and TF folds any
-            # check written against the declared shape; a scalar would crash
-            # the tokenizer kernels. EnsureShape checks at run time and
-            # fails with "Shape of tensor text [] is not compatible with
-            # expected shape [?]".
-            text = tf.raw_ops.EnsureShape(input=text,
-                                          shape=tf.TensorShape([None]))
-            if not pair:
-                return preprocessor(text)
-            text_b = tf.raw_ops.EnsureShape(input=text_b,
-                                            shape=tf.TensorShape([None]))
-            check = tf.debugging.assert_equal(
-                tf.size(text), tf.size(text_b), message=(
-                    "`text` and `text_b` must hold the same number of "
-                    "strings"))
-            with tf.control_dependencies([check]):
-                return preprocessor((tf.identity(text), tf.identity(text_b)))
-
-        def serve(text, text_b=None):
-            logits = tf.cast(model(inputs_of(text, text_b), training=False),
-                             tf.float32)
-            if regression:
-                return {"score": logits[:, 0], "logits": logits}
-            return {"probabilities": tf.nn.softmax(logits),
-                    "logits": logits,
-                    "label": tf.gather(label_names,
-                                       tf.argmax(logits, axis=-1))}
-
-        def preprocess(text, text_b=None):
-            return inputs_of(text, text_b)
-
-        def encode(text, text_b=None):
-            outputs = model.encoder(inputs_of(text, text_b), training=False)
-            return {name: tf.cast(outputs[name], tf.float32)
-                    for name in ("pooled_output", "sequence_output")}
-
-        specs = [tf.TensorSpec([None], tf.string, name="text")]
-        if pair:
-            specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
-        self.serve = tf.function(serve, input_signature=specs)
-        self.preprocess = tf.function(preprocess, input_signature=specs)
-        self.encode = tf.function(encode, input_signature=specs)
-
-    def signatures(self):
-        return {"serving_default": self.serve, "preprocess": self.preprocess,
-                "encode": self.encode}
 
 
 def tf_text_op_libraries():
@@ -251,8 +163,8 @@ def _directory_bytes(path):
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
 
-def export_classifier(checkpoint, out, log=print, overwrite=False):
-    """Writes the SavedModel of a fine-tuned classifier.
+def export_model(checkpoint, out, log=print, overwrite=False):
+    """Writes the SavedModel of a fine-tuned model of any task kind.
 
     Args:
         checkpoint: a `bert-tf finetune` model_dir (or its best/).
@@ -261,14 +173,12 @@ def export_classifier(checkpoint, out, log=print, overwrite=False):
         overwrite: replace an existing export.
 
     Returns:
-        {"path", "signatures", "ops", "bytes"}: the report's figures.
+        {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
 
     Example:
-    >>> export_classifier("runs/rt_sentiment_minilm",
-    ...                   "export/rt_sentiment/1")  # doctest: +SKIP
+    >>> export_model("runs/rt_sentiment_minilm",
+    ...              "export/rt_sentiment/1")  # doctest: +SKIP
     """
-    from bert_tf.finetune import load_classifier
-
     out = Path(out)
     if not out.name.isdigit():
         raise ValueError(f"Export path {out} must end in a numeric version "
@@ -279,41 +189,35 @@ def export_classifier(checkpoint, out, log=print, overwrite=False):
             raise ValueError(f"{out} already exists; export to a new version "
                              "or pass --overwrite.")
         shutil.rmtree(out)
-    model, spec, vocab = load_classifier(checkpoint)
-    preprocessor = BertPreprocessor(vocab, spec["seq_length"],
-                                    lower_case=spec["lower_case"])
+    task, model, vocab, _ = tasks.load_finetuned(checkpoint)
+    spec = task.spec
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     vocab_path = vocab.save(staging / "vocab.txt")
-    module = ClassifierModule(model, preprocessor, spec["labels"],
-                              spec["pair"], vocab_path)
+    module = task.serving_module(model, vocab, vocab_path)
     tf.saved_model.save(module, str(staging / "model"),
                         signatures=module.signatures())
     saved = staging / "model"
     extra = saved / "assets.extra"
     extra.mkdir(exist_ok=True)
-    requests = []
-    for text in WARMUP_TEXTS:
-        inputs = {"text": [text]}
-        if spec["pair"]:
-            inputs["text_b"] = [text]
-        requests.append(inputs)
-    name = out.parent.name
+    requests = module.warmup_requests()
     warmup.write_warmup_requests(extra / "tf_serving_warmup_requests",
-                                 requests, name)
+                                 requests, out.parent.name)
     (extra / SIGNATURE_TENSORS).write_text(_signature_tensors(saved))
     (extra / "bert_tf.json").write_text(json.dumps(
-        {k: spec[k] for k in ("task", "labels", "regression", "pair",
-                              "seq_length", "lower_case")}, indent=2) + "\n")
+        {k: v for k, v in spec.items() if k != "encoder"}, indent=2) + "\n")
     ops = audit_ops(saved)
     saved.replace(out)
     shutil.rmtree(staging)
     config_path = update_models_config(out.parent.parent)
     size = _directory_bytes(out)
+    what = ", ".join(f"{k} {spec[k]}" for k in ("labels", "version_2")
+                     if k in spec)
     log(f"wrote SavedModel {out} ({size / 1e6:.1f} MB; "
-        f"{model.count_params():,} parameters; task {spec['task']}, labels "
-        f"{spec['labels'] or 'regression'}, seq_length {spec['seq_length']})")
+        f"{model.count_params():,} parameters; {task.kind} task "
+        f"{spec['task']}{', ' + what if what else ''}, seq_length "
+        f"{spec['seq_length']})")
     log("signatures:")
     for line in _signature_summary(out):
         log(line)
@@ -324,7 +228,7 @@ def export_classifier(checkpoint, out, log=print, overwrite=False):
     log(f"wrote {out / 'assets.extra' / 'tf_serving_warmup_requests'} "
         f"({len(requests)} requests)")
     log(f"updated {config_path}")
-    return {"path": out, "ops": ops, "bytes": size,
+    return {"path": out, "ops": ops, "bytes": size, "kind": task.kind,
             "signatures": list(module.signatures())}
 
 
@@ -339,6 +243,15 @@ def load_exported(path):
     return tf.saved_model.load(str(path))
 
 
+def exported_kind(path):
+    """The task kind of an export (`assets.extra/bert_tf.json`)."""
+    info = Path(path) / "assets.extra" / "bert_tf.json"
+    if not info.is_file():
+        raise FileNotFoundError(f"{path} has no assets.extra/bert_tf.json: "
+                                "it was not written by `bert-tf export`.")
+    return json.loads(info.read_text()).get("kind", "classification")
+
+
 def predict_texts(loaded, texts, texts_b=None):
     """Runs `serving_default` on Python strings; returns NumPy outputs."""
     function = loaded.signatures["serving_default"]
@@ -348,6 +261,6 @@ def predict_texts(loaded, texts, texts_b=None):
     return {k: v.numpy() for k, v in function(**inputs).items()}
 
 
-__all__ = ["ClassifierModule", "export_classifier", "audit_ops",
+__all__ = ["export_model", "audit_ops", "exported_kind",
            "load_exported", "predict_texts", "update_models_config",
            "tf_text_op_libraries"]

@@ -279,20 +279,26 @@ class Trainer:
         value = results[self.best_metric]
         if self.best is not None and value <= self.best["value"]:
             return
-        # Written beside, then moved into place: a crash never leaves a
-        # half-written best checkpoint.
-        self.best_dir.mkdir(parents=True, exist_ok=True)
-        staging = str(self.best_dir / "staging.ckpt")
-        self._model_only.write(staging)
-        for path in self.best_dir.glob("staging.ckpt*"):
-            path.replace(self.best_dir / path.name.replace(
-                "staging.ckpt", checkpoints.WEIGHTS_PREFIX))
+        self.save_best_weights()
         self.best = {"metric": self.best_metric, "value": value,
                      "step": step, "results": results}
         (self.best_dir / "best.json").write_text(
             json.dumps(self.best, indent=2) + "\n")
         self.log(f"new best {self.best_metric} {value:.4f} at step {step}: "
                  f"wrote {self.best_dir}")
+
+    def save_best_weights(self):
+        """Writes the model's weights (no optimizer) to `best_dir`.
+
+        Written beside, then moved into place: a crash never leaves a
+        half-written best checkpoint.
+        """
+        self.best_dir.mkdir(parents=True, exist_ok=True)
+        staging = str(self.best_dir / "staging.ckpt")
+        self._model_only.write(staging)
+        for path in self.best_dir.glob("staging.ckpt*"):
+            path.replace(self.best_dir / path.name.replace(
+                "staging.ckpt", checkpoints.WEIGHTS_PREFIX))
 
     def save(self):
         step = int(self.step.numpy())

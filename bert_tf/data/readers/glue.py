@@ -10,7 +10,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from bert_tf.data.tasks.base import TaskData
+from bert_tf.data.readers.base import TaskData
 
 
 @dataclasses.dataclass(frozen=True)

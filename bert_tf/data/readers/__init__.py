@@ -5,10 +5,10 @@ Every reader returns a `TaskData` whose splits are `tf.data` datasets of
 split into batches of encoder inputs with the shared `BertPreprocessor`.
 """
 
-from bert_tf.data.tasks.base import TaskData, load_task, task_dataset
-from bert_tf.data.tasks.glue import GLUE_TASKS, load_glue
-from bert_tf.data.tasks.local import load_local
-from bert_tf.data.tasks.sentiment import load_rt_sentiment
+from bert_tf.data.readers.base import TaskData, load_task, task_dataset
+from bert_tf.data.readers.glue import GLUE_TASKS, load_glue
+from bert_tf.data.readers.local import load_local
+from bert_tf.data.readers.sentiment import load_rt_sentiment
 
 __all__ = ["TaskData", "load_task", "task_dataset", "GLUE_TASKS",
            "load_glue", "load_local", "load_rt_sentiment"]

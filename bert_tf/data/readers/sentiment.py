@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data import samples
-from bert_tf.data.tasks.base import TaskData
+from bert_tf.data.readers.base import TaskData
 
 FILE = "movieReviewSnippets_GroundTruth.txt"
 LABELS = ("negative", "positive")

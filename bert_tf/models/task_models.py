@@ -2,15 +2,14 @@
 on the encoder inputs that compiles and fits with standard Keras losses.
 
 Every task model has `encoder`, `head` and `checkpoint_heads()` (in
-checkpoints the encoder's variables live under `encoder/...`, a classifier
-head's under `classifier/...`), so
-the trainer, checkpoints and the exporter handle them alike; span QA,
-tagging and multiple choice add their own head next to `BertClassifier`.
+checkpoints the encoder's variables live under `encoder/...`, a head's
+under its own root: `classifier/...`, `span_labeler/...`), so the trainer,
+checkpoints and the exporter handle them alike.
 """
 
 import keras
 
-from bert_tf.layers.heads import ClassificationHead
+from bert_tf.layers.heads import ClassificationHead, SpanHead
 from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
                                     from_config_with_encoder, select_inputs)
 
@@ -77,6 +76,68 @@ class BertClassifier(keras.Model):
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "num_classes": self.num_classes,
             "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return from_config_with_encoder(cls, config)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertSpanLabeler(keras.Model):
+    """Extractive question answering (SQuAD) with BERT.
+
+    The paper's start vector S and end vector E on every final hidden state:
+    outputs float32 `start_logits` and `end_logits` [batch, seq]. Train with
+    the start and end token positions as labels (0, the `[CLS]` token, for
+    "no answer in this window"); the loss is the mean of the two
+    cross-entropies, as in the original `run_squad.py`.
+
+    Args:
+        encoder: a `BertEncoder`.
+
+    Example:
+    >>> import numpy as np, keras
+    >>> from bert_tf.models.encoder import BertEncoder
+    >>> model = BertSpanLabeler(BertEncoder.from_preset("bert_tiny"))
+    >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
+    ...      "input_mask": np.ones((4, 8), "int32"),
+    ...      "input_type_ids": np.zeros((4, 8), "int32")}
+    >>> y = {"start_logits": np.array([1, 2, 0, 3]),
+    ...      "end_logits": np.array([1, 4, 0, 3])}
+    >>> loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    >>> model.compile(optimizer=keras.optimizers.AdamW(5e-5),
+    ...               loss={"start_logits": loss, "end_logits": loss},
+    ...               loss_weights={"start_logits": 0.5, "end_logits": 0.5})
+    >>> history = model.fit(x, y, epochs=2, verbose=0)
+    >>> model.predict(x, verbose=0)["start_logits"].shape
+    (4, 8)
+    """
+
+    def __init__(self, encoder, **kwargs):
+        # === Layers ===
+        self.encoder = encoder
+        self.head = SpanHead(encoder.config.initializer_range,
+                             dtype=encoder.dtype_policy, name="span_labeler")
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        sequence = encoder(inputs)["sequence_output"]
+        super().__init__(inputs=inputs, outputs=self.head(sequence), **kwargs)
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        return super().call(select_inputs(inputs, INPUT_NAMES),
+                            training=training, mask=mask, **kwargs)
+
+    def checkpoint_heads(self):
+        """The head by checkpoint root (see `checkpoints.model_checkpoint`)."""
+        return {"span_labeler": self.head}
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
         }
 
     @classmethod

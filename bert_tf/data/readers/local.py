@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.tasks.base import TaskData
+from bert_tf.data.readers.base import TaskData
 
 FORMATS = ("tsv", "csv", "jsonl")
 

@@ -6,7 +6,8 @@ import typing
 
 import tensorflow as tf
 
-from bert_tf.data.tasks.metrics import METRICS
+from bert_tf.data.batching import bucket_by_length
+from bert_tf.data.readers.metrics import METRICS
 
 
 @dataclasses.dataclass
@@ -17,7 +18,7 @@ class TaskData:
         name: e.g. `glue/mrpc`, `sample:rt_sentiment`.
         labels: class names in id order; empty for regression.
         pair: examples have `text_b`.
-        metrics: metric names (`bert_tf.data.tasks.metrics`); the first is
+        metrics: metric names (`bert_tf.data.readers.metrics`); the first is
             the one that picks the best checkpoint.
         splits: {split: tf.data.Dataset of {"text", ["text_b"], "label"}};
             labels are int64 class ids (-1: unlabeled test data) or float32
@@ -114,20 +115,10 @@ def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
         return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE,
                            deterministic=True).prefetch(tf.data.AUTOTUNE)
-    length = preprocessor.sequence_length
-    boundaries = [b for b in (16, 24, 32, 48, 64, 96, 128, 192, 256, 384)
-                  if b < length]
     dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE,
                           deterministic=True)
-    dataset = dataset.bucket_by_sequence_length(
-        lambda x, y: tf.reduce_sum(x["input_mask"]), boundaries,
-        [batch_size] * (len(boundaries) + 1), drop_remainder=drop_remainder)
-
-    def trim(x, y):
-        longest = tf.reduce_max(tf.reduce_sum(x["input_mask"], axis=1))
-        return {k: v[:, :longest] for k, v in x.items()}, y
-
-    return dataset.map(trim).prefetch(tf.data.AUTOTUNE)
+    return bucket_by_length(dataset, batch_size, preprocessor.sequence_length,
+                            drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
 def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
@@ -141,7 +132,7 @@ def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
         data_dir: TFDS data directory.
         seed: split seed for the sample.
     """
-    from bert_tf.data.tasks import glue, local, sentiment
+    from bert_tf.data.readers import glue, local, sentiment
 
     if spec.startswith("glue/"):
         return glue.load_glue(spec.split("/", 1)[1], data_dir=data_dir)

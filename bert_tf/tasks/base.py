@@ -1,0 +1,185 @@
+"""The task protocol: what fine-tuning, export, the CLI and the demo ask of
+a task kind, and what they share.
+
+A task kind is one subclass of `Task` in its own module. It answers: how
+to read its data (`load_data`), how examples become model features in
+`tf.data` (`train_dataset`, with the same Keras layers as the exported
+graph), which model to build (`build_model`) and compile (`compile`), how
+outputs become answers and the official metric (`evaluate`, through the
+same post-processing as serving) and what the serving signature takes and
+returns (`serving_module`). Everything it must remember for export lives in
+its spec (`task.yaml` beside the best weights).
+"""
+
+from pathlib import Path
+
+import tensorflow as tf
+import yaml
+
+from bert_tf import checkpoints, config as config_lib
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.text.vocab import read_vocab
+
+SPEC_FILE = "task.yaml"
+LEGACY_SPEC_FILES = {"classifier.yaml": "classification"}
+
+
+class Task:
+    """One task kind (see the module docstring). Instances hold a spec.
+
+    Class attributes:
+        kind: the `task.kind` config value.
+        names: help text listing the data specs the kind reads.
+    """
+
+    kind = ""
+    names = ""
+
+    def __init__(self, spec):
+        self.spec = dict(spec)
+
+    # --- configuration and data ---------------------------------------------
+
+    @classmethod
+    def validate_config(cls, task_config, where="task"):
+        """Raises a ValueError naming the key when `task_config` (a
+        `TaskConfig`) does not describe data of this kind."""
+        raise NotImplementedError
+
+    @classmethod
+    def load_data(cls, task_config):
+        """The task's data (splits `train`, optional `validation`, `test`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def make_spec(cls, cfg, data, encoder_config, vocab):
+        """The spec of a run: `common_spec(...)` plus the kind's own keys."""
+        raise NotImplementedError
+
+    def describe(self, data):
+        """One line about the data for the run's plan."""
+        raise NotImplementedError
+
+    # --- features, model, training ------------------------------------------
+
+    def train_dataset(self, data, vocab, batch_size, seed=0,
+                      input_context=None, drop_remainder=False,
+                      dynamic_length=False):
+        """Endless shuffled `(features, labels)` batches of `train`."""
+        raise NotImplementedError
+
+    def build_model(self, encoder):
+        """The Keras task model on `encoder` (with `checkpoint_heads()`)."""
+        raise NotImplementedError
+
+    def compile(self, model):
+        """Compiles `model` with the task's loss and metrics."""
+        raise NotImplementedError
+
+    # --- answers and metrics ------------------------------------------------
+
+    @property
+    def official_metric(self):
+        """The metric that picks the best checkpoint."""
+        raise NotImplementedError
+
+    def evaluate(self, model, data, split, vocab, batch_size,
+                 dynamic_length=False):
+        """{metric: value} of `model` on a split, through the same
+        post-processing as the serving signature ({} without labels)."""
+        raise NotImplementedError
+
+    def update_spec(self, best_results):
+        """Spec keys decided by the best evaluation (e.g. a threshold)."""
+        return {}
+
+    # --- serving --------------------------------------------------------------
+
+    def serving_module(self, model, vocab, vocab_path):
+        """A `tf.Module` with `signatures()` and `warmup_requests()`."""
+        raise NotImplementedError
+
+    @classmethod
+    def print_predictions(cls, loaded, args, log=print):
+        """`bert-tf predict`: runs a loaded export on the command line's
+        inputs (`args.texts`, `args.input`, `args.question`, ...) and
+        prints the answers."""
+        raise NotImplementedError
+
+
+def common_spec(cfg, data, encoder_config, vocab, kind):
+    """The spec keys every task kind has."""
+    import dataclasses
+
+    return {
+        "kind": kind,
+        "task": data.name,
+        "seq_length": cfg.seq_length,
+        "lower_case": not vocab.is_cased,
+        "dropout": cfg.dropout,
+        "encoder": dataclasses.asdict(encoder_config),
+    }
+
+
+def string_batch(value, name):
+    """`value` checked at run time to be a [batch] string vector.
+
+    Loaded signatures (Python, TF Serving, the C API) do not check shapes
+    and TF folds checks written against the declared shape; a scalar would
+    crash the tokenizer kernels. EnsureShape fails with "Shape of tensor
+    NAME [] is not compatible with expected shape [?]".
+    """
+    return tf.raw_ops.EnsureShape(input=value, shape=tf.TensorShape([None]),
+                                  name=name)
+
+
+def same_batch(first, second, first_name, second_name):
+    """`(first, second)`, failing with INVALID_ARGUMENT naming both when
+    their batch sizes differ."""
+    check = tf.debugging.assert_equal(
+        tf.size(first), tf.size(second), message=(
+            f"`{first_name}` and `{second_name}` must hold the same number "
+            "of strings"))
+    with tf.control_dependencies([check]):
+        return tf.identity(first), tf.identity(second)
+
+
+def find_spec_file(directory):
+    """(directory holding the spec, spec path, kind if legacy) of a
+    fine-tuning run's `best/` directory (or the run directory)."""
+    directory = Path(directory)
+    for candidate in (directory / "best", directory):
+        if (candidate / SPEC_FILE).is_file():
+            return candidate, candidate / SPEC_FILE
+        for name in LEGACY_SPEC_FILES:
+            if (candidate / name).is_file():
+                return candidate, candidate / name
+    raise FileNotFoundError(
+        f"{directory} holds no {SPEC_FILE}: pass a `bert-tf finetune` "
+        "model_dir (or its best/ directory).")
+
+
+def read_spec(directory):
+    """(best directory, spec dict) of a fine-tuning run."""
+    best, path = find_spec_file(directory)
+    spec = yaml.safe_load(path.read_text())
+    spec.setdefault("kind", LEGACY_SPEC_FILES.get(path.name,
+                                                   "classification"))
+    return best, spec
+
+
+def build_encoder(spec, dtype=None):
+    encoder_config = config_lib.from_dict(config_lib.EncoderConfig,
+                                          spec["encoder"], "encoder")
+    return BertEncoder.from_config_object(encoder_config, dtype=dtype)
+
+
+def restore_finetuned(task, directory, dtype=None):
+    """(model, vocab): `task`'s model with the weights in `directory`."""
+    vocab = read_vocab(Path(directory) / checkpoints.VOCAB_FILE)
+    model = task.build_model(build_encoder(task.spec, dtype=dtype))
+    checkpoints.check_vocab_size(vocab, model.encoder.config,
+                                 Path(directory) / checkpoints.VOCAB_FILE)
+    checkpoints.restore_model(Path(directory) / checkpoints.WEIGHTS_PREFIX,
+                              model.encoder, **model.checkpoint_heads())
+    return model, vocab

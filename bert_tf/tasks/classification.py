@@ -1,0 +1,260 @@
+"""Sentence and sentence-pair classification (or regression): GLUE, local
+files, the RT sentiment sample.
+
+Serving: `serving_default` takes `text` (and `text_b` for pairs) and
+returns `probabilities` [batch, K] (softmax), `logits` [batch, K] and
+`label` [batch] (class names); regression returns `score` and `logits`
+[batch, 1]. `preprocess` returns the packed encoder inputs (TF Hub
+preprocessor names) and `encode` the `pooled_output` and
+`sequence_output`. Over-long input keeps its first word pieces: for pairs
+the longer text loses pieces from its end first, as the original BERT's
+`_truncate_seq_pair`.
+"""
+
+import weakref
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.data.readers import load_task, task_dataset
+from bert_tf.data.readers.metrics import compute
+from bert_tf.models.task_models import BertClassifier
+from bert_tf.tasks.base import (Task, common_spec, read_spec,
+                                restore_finetuned, same_batch, string_batch)
+from bert_tf.text.preprocessor import BertPreprocessor
+
+WARMUP_TEXTS = ("a gripping, beautifully acted film",
+                "dull and far too long", "")
+_FORWARD = weakref.WeakKeyDictionary()  # one traced forward per model
+
+
+def predict_logits(model, dataset):
+    """(logits, labels) over a `task_dataset`, as NumPy arrays."""
+    forward = _FORWARD.get(model)
+    if forward is None:
+        forward = _FORWARD[model] = tf.function(
+            lambda x: model(x, training=False), reduce_retracing=True)
+    logits, labels = [], []
+    for x, y in dataset:
+        logits.append(forward(x).numpy())
+        labels.append(y.numpy())
+    if not logits:
+        return np.zeros((0, model.num_classes), np.float32), np.zeros((0,))
+    return np.concatenate(logits), np.concatenate(labels)
+
+
+def evaluate_task(model, data, dataset):
+    """The task's metrics (and mean loss) of `model` on a split's batches.
+
+    Unlabeled examples (label -1, e.g. GLUE test sets) are skipped; with no
+    labels at all the result is empty.
+    """
+    logits, labels = predict_logits(model, dataset)
+    if data.is_regression:
+        scores = logits[:, 0]
+        results = compute(data.metrics, labels, scores) if len(labels) else {}
+        if len(labels):
+            results["loss"] = float(np.mean((scores - labels) ** 2))
+        return results
+    keep = labels >= 0
+    logits, labels = logits[keep], labels[keep].astype(np.int64)
+    if not len(labels):
+        return {}
+    results = compute(data.metrics, labels, logits.argmax(-1))
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    results["loss"] = float(-np.mean(log_probs[np.arange(len(labels)),
+                                               labels]))
+    return results
+
+
+class Classification(Task):
+    """The classification task kind (see the module docstring)."""
+
+    kind = "classification"
+    names = "glue/NAME, sample:rt_sentiment or local"
+
+    @classmethod
+    def validate_config(cls, task_config, where="task"):
+        name = task_config.name
+        if not (name == "local" or name.startswith("glue/") or
+                name == "sample:rt_sentiment"):
+            raise ValueError(f"{where}.name = {name!r}: use {cls.names}.")
+
+    @classmethod
+    def load_data(cls, t):
+        return load_task(
+            t.name, data_dir=t.data_dir or None, seed=t.seed,
+            train=t.train_file, validation=t.validation_file or None,
+            test=t.test_file or None, text=t.text, text_b=t.text_b,
+            label=t.label, labels=t.labels or None, regression=t.regression,
+            fmt=t.format or None)
+
+    @classmethod
+    def make_spec(cls, cfg, data, encoder_config, vocab):
+        spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
+        spec.update({"labels": list(data.labels),
+                     "regression": data.is_regression, "pair": data.pair,
+                     "metrics": list(data.metrics)})
+        return spec
+
+    def describe(self, data):
+        what = ("regression" if data.is_regression else
+                f"{data.num_classes} classes")
+        return (f"{data.size('train'):,} training examples, {what}, "
+                f"{'pairs' if data.pair else 'single texts'}")
+
+    def preprocessor(self, vocab):
+        return BertPreprocessor(vocab, self.spec["seq_length"],
+                                lower_case=self.spec["lower_case"])
+
+    def train_dataset(self, data, vocab, batch_size, seed=0,
+                      input_context=None, drop_remainder=False,
+                      dynamic_length=False):
+        return task_dataset(
+            data, "train", self.preprocessor(vocab), batch_size,
+            shuffle=True, repeat=True, seed=seed, input_context=input_context,
+            drop_remainder=drop_remainder, dynamic_length=dynamic_length)
+
+    def build_model(self, encoder):
+        return BertClassifier(encoder, len(self.spec["labels"]) or 1,
+                              dropout=self.spec["dropout"],
+                              dtype=encoder.dtype_policy)
+
+    def compile(self, model):
+        if self.spec["regression"]:
+            model.compile(loss=keras.losses.MeanSquaredError())
+        else:
+            model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True), metrics=["accuracy"])
+
+    @property
+    def official_metric(self):
+        return self.spec["metrics"][0]
+
+    def evaluate(self, model, data, split, vocab, batch_size,
+                 dynamic_length=False):
+        return evaluate_task(model, data, task_dataset(
+            data, split, self.preprocessor(vocab), batch_size,
+            dynamic_length=dynamic_length))
+
+    def serving_module(self, model, vocab, vocab_path):
+        return ClassifierModule(model, self.preprocessor(vocab),
+                                self.spec["labels"], self.spec["pair"],
+                                vocab_path)
+
+    @classmethod
+    def print_predictions(cls, loaded, args, log=print):
+        texts = list(args.texts)
+        if args.input:
+            with open(args.input, encoding="utf-8", errors="replace") as f:
+                texts += [line.rstrip("\r\n") for line in f]
+        if not texts:
+            raise ValueError("Nothing to predict: give texts as arguments or "
+                             "--input FILE (one text per line; TAB separates "
+                             "the two texts of a pair).")
+        function = loaded.signatures["serving_default"]
+        pair = "text_b" in function.structured_input_signature[1]
+        for start in range(0, len(texts), args.batch_size):
+            chunk = texts[start:start + args.batch_size]
+            inputs = {"text": tf.constant(chunk)}
+            if pair:
+                halves = [t.split("\t", 1) + [""] for t in chunk]
+                inputs = {"text": tf.constant([h[0] for h in halves]),
+                          "text_b": tf.constant([h[1] for h in halves])}
+            out = {k: v.numpy() for k, v in function(**inputs).items()}
+            for i, text in enumerate(chunk):
+                shown = text if len(text) <= 60 else text[:57] + "..."
+                if "score" in out:
+                    log(f"{out['score'][i]:.4f}\t{shown}")
+                else:
+                    label = out["label"][i].decode()
+                    probability = float(np.max(out["probabilities"][i]))
+                    log(f"{label}\t{probability:.4f}\t{shown}")
+
+
+def load_classifier(directory, dtype=None):
+    """(model, spec, vocab) from a fine-tuning run's `best/` directory (or
+    the run directory holding it).
+
+    Example:
+    >>> model, spec, vocab = load_classifier("runs/rt_minilm")  # doctest: +SKIP
+    """
+    best, spec = read_spec(directory)
+    if spec["kind"] != Classification.kind:
+        raise ValueError(f"{directory} holds a {spec['kind']} model, not a "
+                         "classifier.")
+    model, vocab = restore_finetuned(Classification(spec), best, dtype)
+    return model, spec, vocab
+
+
+class ClassifierModule(tf.Module):
+    """The `tf.Module` that becomes the classifier's SavedModel.
+
+    Args:
+        model: a `BertClassifier`.
+        preprocessor: the `BertPreprocessor` it was trained with.
+        labels: class names in id order (empty: regression).
+        pair: the task takes `text` and `text_b`.
+        vocab_path: vocab.txt, copied into the SavedModel's assets.
+    """
+
+    def __init__(self, model, preprocessor, labels, pair, vocab_path):
+        super().__init__(name="bert_classifier")
+        # Only the plain tf.Variables under the Keras variables are
+        # tracked: a tracked Keras model would add a second copy of each
+        # variable that TF1-style loaders (TF Serving, the C API) restore
+        # while the functions read the first, uninitialized one.
+        self.model_variables = [v.value for v in model.variables]
+        self.label_names = tf.constant(list(labels) or [""])
+        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+        self.pair = pair
+        regression = not labels
+        label_names = self.label_names
+
+        def inputs_of(text, text_b):
+            text = string_batch(text, "text")
+            if not pair:
+                return preprocessor(text)
+            text_b = string_batch(text_b, "text_b")
+            return preprocessor(same_batch(text, text_b, "text", "text_b"))
+
+        def serve(text, text_b=None):
+            logits = tf.cast(model(inputs_of(text, text_b), training=False),
+                             tf.float32)
+            if regression:
+                return {"score": logits[:, 0], "logits": logits}
+            return {"probabilities": tf.nn.softmax(logits),
+                    "logits": logits,
+                    "label": tf.gather(label_names,
+                                       tf.argmax(logits, axis=-1))}
+
+        def preprocess(text, text_b=None):
+            return inputs_of(text, text_b)
+
+        def encode(text, text_b=None):
+            outputs = model.encoder(inputs_of(text, text_b), training=False)
+            return {name: tf.cast(outputs[name], tf.float32)
+                    for name in ("pooled_output", "sequence_output")}
+
+        specs = [tf.TensorSpec([None], tf.string, name="text")]
+        if pair:
+            specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
+        self.serve = tf.function(serve, input_signature=specs)
+        self.preprocess = tf.function(preprocess, input_signature=specs)
+        self.encode = tf.function(encode, input_signature=specs)
+
+    def signatures(self):
+        return {"serving_default": self.serve, "preprocess": self.preprocess,
+                "encode": self.encode}
+
+    def warmup_requests(self):
+        """`serving_default` inputs TF Serving replays at load time."""
+        requests = []
+        for text in WARMUP_TEXTS:
+            inputs = {"text": [text]}
+            if self.pair:
+                inputs["text_b"] = [text]
+            requests.append(inputs)
+        return requests

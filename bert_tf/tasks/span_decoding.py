@@ -1,0 +1,158 @@
+"""Start/end logits of QA windows -> answers, in-graph (TF ops only).
+
+The one post-processing of span QA: evaluation and the exported
+`serving_default` both call `decode_answers`. The rules are the original
+`run_squad.py`'s:
+
+- in each window, the `n_best_size` highest start and end logits are
+  paired; a pair is a candidate when both ends are context pieces, the end
+  does not come before the start, the span has at most
+  `max_answer_length` pieces and the start piece is max-context in this
+  window (so a span is scored in one window only);
+- a span's score is its start logit plus its end logit, compared across
+  all windows of the example;
+- candidates with the same answer text are kept once (the best);
+- the null score is the lowest `[CLS]` start + end logit over the
+  windows; a SQuAD 2.0 model answers "" when null score - best span score
+  > `null_threshold` (tuned on dev, stored with the model).
+
+One change from `run_squad.py`: padding positions are left out before the
+top-n, so an answer never depends on how long the other rows of the batch
+are. The answer text is the exact slice of the caller's context bytes.
+"""
+
+import tensorflow as tf
+
+_NEG = -1e30
+
+
+def _per_example(values, example_index, num_examples, fill):
+    """[W, ...] window rows -> [B, C + 1] rows per example (window-major;
+    one extra `fill` column, so even an empty request has a column)."""
+    flat = tf.reshape(values, [tf.shape(values)[0], -1])
+    ragged = tf.RaggedTensor.from_value_rowids(
+        flat, tf.cast(example_index, tf.int64), nrows=tf.cast(
+            num_examples, tf.int64))
+    merged = ragged.merge_dims(1, 2).to_tensor(default_value=fill)
+    return tf.pad(merged, [[0, 0], [0, 1]], constant_values=fill)
+
+
+def decode_answers(features, start_logits, end_logits, context,
+                   n_best_size=20, max_answer_length=30, null_threshold=0.0,
+                   version_2=False):
+    """The best answers of each example from its windows' logits.
+
+    Args:
+        features: a `QAPreprocessor` output (its offsets, `input_mask`,
+            `token_is_max_context` and `example_index`).
+        start_logits, end_logits: float [W, L].
+        context: tf.string [B], the contexts the windows came from.
+        n_best_size: candidates per window side, and answers returned.
+        max_answer_length: longest answer, in word pieces.
+        null_threshold: SQuAD 2.0: answer "" when null - best > this.
+        version_2: the model may answer "no answer".
+
+    Returns:
+        dict: `answer` (string [B]), `score` (float32 [B], the best span's
+        start + end logit), `start`, `end` (int32 [B], code points into
+        `context`, end exclusive; -1 without an answer), `has_answer` (bool
+        [B]), `null_score` (float32 [B]), and the top `n_best_size`
+        distinct answers, best first, padded: `top_answers` (string
+        [B, K]), `top_scores`, `top_starts`, `top_ends`, with `count`
+        (int32 [B]) real ones per row.
+    """
+    num_examples = tf.shape(context)[0]
+    start_logits = tf.cast(start_logits, tf.float32)
+    end_logits = tf.cast(end_logits, tf.float32)
+    real = features["input_mask"] > 0
+    k = tf.minimum(n_best_size, tf.shape(start_logits)[1])
+    start_value, start_index = tf.math.top_k(
+        tf.where(real, start_logits, _NEG), k)
+    end_value, end_index = tf.math.top_k(tf.where(real, end_logits, _NEG), k)
+
+    def at(name, index):
+        return tf.gather(features[name], index, batch_dims=1)
+
+    in_context_start = at("token_char_start", start_index) >= 0
+    in_context_end = at("token_char_start", end_index) >= 0
+    max_context = at("token_is_max_context", start_index)
+    span = end_index[:, None, :] - start_index[:, :, None]
+    valid = (in_context_start & max_context)[:, :, None] & \
+        in_context_end[:, None, :] & (span >= 0) & \
+        (span < max_answer_length)
+    score = start_value[:, :, None] + end_value[:, None, :]
+
+    def grid(name_start, name_end):
+        return (tf.broadcast_to(at(name_start, start_index)[:, :, None],
+                                tf.shape(span)),
+                tf.broadcast_to(at(name_end, end_index)[:, None, :],
+                                tf.shape(span)))
+
+    char_start, char_end = grid("token_char_start", "token_char_end")
+    byte_start, byte_end = grid("token_byte_start", "token_byte_end")
+    index = features["example_index"]
+    score = _per_example(tf.where(valid, score, _NEG), index, num_examples,
+                         _NEG)
+    char_start = _per_example(char_start, index, num_examples, -1)
+    char_end = _per_example(char_end, index, num_examples, -1)
+    byte_start = _per_example(byte_start, index, num_examples, 0)
+    byte_end = _per_example(byte_end, index, num_examples, 0)
+
+    # The best few candidates per example, then distinct texts among them
+    # (4x the answers returned is ample: duplicates need the same text at
+    # another place in the context).
+    pool = tf.minimum(4 * n_best_size, tf.shape(score)[1])
+    top_score, top = tf.math.top_k(score, pool)
+    char_start, char_end, byte_start, byte_end = (
+        tf.gather(t, top, batch_dims=1)
+        for t in (char_start, char_end, byte_start, byte_end))
+    candidate = top_score > _NEG / 2
+    rows = tf.broadcast_to(context[:, None], tf.shape(byte_start))
+    # Only candidates have real offsets (the rest point outside context).
+    text = tf.strings.substr(
+        rows, tf.where(candidate, byte_start, 0),
+        tf.where(candidate, tf.maximum(byte_end - byte_start, 0), 0))
+    same = tf.equal(text[:, :, None], text[:, None, :])
+    earlier = tf.linalg.band_part(tf.ones([pool, pool], tf.bool), -1, 0) & \
+        ~tf.eye(pool, dtype=tf.bool)
+    repeated = tf.reduce_any(same & earlier[None] & candidate[:, None, :],
+                             axis=2)
+    keep = candidate & ~repeated
+    answers = tf.minimum(n_best_size, pool)
+    kept_score, order = tf.math.top_k(tf.where(keep, top_score, _NEG),
+                                      answers)
+    kept = kept_score > _NEG / 2
+
+    def pick(values, fill):
+        return tf.where(kept, tf.gather(values, order, batch_dims=1), fill)
+
+    def padded(values, fill):  # always K = n_best_size columns
+        return tf.pad(values, [[0, 0], [0, n_best_size - answers]],
+                      constant_values=fill)
+
+    top_text = padded(pick(text, ""), "")
+    top_start = padded(pick(char_start, -1), -1)
+    top_end = padded(pick(char_end, -1), -1)
+    top_scores = padded(tf.where(kept, kept_score, 0.0), 0.0)
+    count = tf.reduce_sum(tf.cast(kept, tf.int32), axis=1)
+
+    null = tf.math.unsorted_segment_min(
+        start_logits[:, 0] + end_logits[:, 0], index, num_examples)
+    found = count > 0
+    best = kept_score[:, 0]
+    has_answer = found
+    if version_2:
+        has_answer = found & (null - best <= null_threshold)
+    return {
+        "answer": tf.where(has_answer, top_text[:, 0], ""),
+        "score": tf.where(found, best, 0.0),
+        "start": tf.where(has_answer, top_start[:, 0], -1),
+        "end": tf.where(has_answer, top_end[:, 0], -1),
+        "has_answer": has_answer,
+        "null_score": null,
+        "top_answers": top_text,
+        "top_scores": top_scores,
+        "top_starts": top_start,
+        "top_ends": top_end,
+        "count": count,
+    }

@@ -1,0 +1,280 @@
+"""Extractive question answering (SQuAD v1.1 / v2.0): a question and a
+context of any length in, the answer text and its offsets out.
+
+Features: `QAPreprocessor` (question + context windows with a document
+stride, code-point offsets), in `tf.data` and in the exported graph.
+Model: `BertSpanLabeler`. Post-processing: `span_decoding.decode_answers`
+(n-best, max answer length, max-context rule, SQuAD 2.0 null threshold),
+called by evaluation and by the signature through one `answer_function`.
+Official metric: SQuAD F1 (v1.1) or best F1 over no-answer thresholds
+(v2.0), whose threshold is stored with the best model.
+
+Serving: `serving_default` takes `question` and `context` (tf.string
+[batch]) and returns `answer` (string [batch], "" for no answer),
+`score`, `start` and `end` (code points into `context`, -1 for no
+answer), `has_answer`, `null_score`, and the top `n_best_size` distinct
+answers best first, padded: `top_answers`, `top_scores`, `top_starts`,
+`top_ends` [batch, K], with `count` [batch].
+"""
+
+import json
+import weakref
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.data.batching import bucket_by_length
+from bert_tf.data.readers.squad import load_qa, qa_dataset
+from bert_tf.models.encoder import INPUT_NAMES
+from bert_tf.models.task_models import BertSpanLabeler
+from bert_tf.tasks.base import Task, common_spec, same_batch, string_batch
+from bert_tf.tasks.span_decoding import decode_answers
+from bert_tf.tasks.squad_metrics import squad_v1, squad_v2
+from bert_tf.text.qa_preprocessor import QAPreprocessor
+
+NAMES = ("squad/v1.1", "squad/v2.0", "sample:wnut_qa", "local")
+WARMUP = (("Who wrote it?", "It was written by Ann Lee in 1999."),
+          ("", ""),
+          ("Where?", " ".join(["The river runs north to the sea."] * 80)))
+_ANSWERERS = weakref.WeakKeyDictionary()
+
+
+class SpanQA(Task):
+    """The span QA task kind (see the module docstring)."""
+
+    kind = "span_qa"
+    names = "squad/v1.1, squad/v2.0, sample:wnut_qa or local (SQuAD JSON)"
+
+    @classmethod
+    def validate_config(cls, task_config, where="task"):
+        if task_config.name not in NAMES:
+            raise ValueError(f"{where}.name = {task_config.name!r}: use "
+                             f"{cls.names}.")
+
+    @classmethod
+    def load_data(cls, t):
+        return load_qa(t.name, data_dir=t.data_dir or None, seed=t.seed,
+                       train=t.train_file, validation=t.validation_file or
+                       None, test=t.test_file or None)
+
+    @classmethod
+    def make_spec(cls, cfg, data, encoder_config, vocab):
+        t = cfg.task
+        if cfg.seq_length < t.max_query_length + 4:
+            raise ValueError(
+                f"seq_length = {cfg.seq_length} leaves no room for context "
+                f"after task.max_query_length = {t.max_query_length}: make "
+                f"it at least {t.max_query_length + 4}.")
+        spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
+        spec.update({"version_2": data.version_2, "doc_stride": t.doc_stride,
+                     "max_query_length": t.max_query_length,
+                     "max_answer_length": t.max_answer_length,
+                     "n_best_size": t.n_best_size, "null_threshold": 0.0})
+        return spec
+
+    def describe(self, data):
+        train = data.split("train")
+        answerable = sum(not e["is_impossible"] for e in train)
+        skipped = sum(len(v) for v in data.skipped.values())
+        return (f"{len(train):,} training questions ({answerable:,} "
+                f"answerable), SQuAD {'2.0' if data.version_2 else '1.1'} "
+                f"style, windows of {self.spec['seq_length']} pieces with "
+                f"stride {self.spec['doc_stride']}"
+                + (f"; {skipped} examples skipped whose answer text is not "
+                   "at its answer_start" if skipped else ""))
+
+    def preprocessor(self, vocab):
+        s = self.spec
+        return QAPreprocessor(vocab, s["seq_length"], s["doc_stride"],
+                              s["max_query_length"],
+                              lower_case=s["lower_case"])
+
+    def train_dataset(self, data, vocab, batch_size, seed=0,
+                      input_context=None, drop_remainder=False,
+                      dynamic_length=False):
+        examples = data.split("train")
+        dataset = qa_dataset(examples)
+        pipelines = input_context.num_input_pipelines if input_context \
+            else 1
+        if pipelines > 1:
+            dataset = dataset.shard(pipelines,
+                                    input_context.input_pipeline_id)
+        dataset = dataset.shuffle(max(1, min(len(examples), 100_000)),
+                                  seed=seed, reshuffle_each_iteration=True)
+        preprocessor = self.preprocessor(vocab)
+
+        def windows(batch):
+            features = preprocessor(batch["question"], batch["context"],
+                                    batch["answer_start"],
+                                    batch["answer_end"])
+            x = {name: features[name] for name in INPUT_NAMES}
+            y = {"start_logits": features["start_positions"],
+                 "end_logits": features["end_positions"]}
+            return tf.data.Dataset.from_tensor_slices((x, y))
+
+        dataset = dataset.repeat().batch(64).flat_map(windows)
+        # Windows of one long context arrive together: mix them.
+        dataset = dataset.shuffle(1024, seed=seed)
+        if dynamic_length:
+            dataset = bucket_by_length(dataset, batch_size,
+                                       self.spec["seq_length"],
+                                       drop_remainder)
+        else:
+            dataset = dataset.batch(batch_size,
+                                    drop_remainder=drop_remainder)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def build_model(self, encoder):
+        return BertSpanLabeler(encoder, dtype=encoder.dtype_policy)
+
+    def compile(self, model):
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        model.compile(loss={"start_logits": loss, "end_logits": loss},
+                      loss_weights={"start_logits": 0.5, "end_logits": 0.5})
+
+    @property
+    def official_metric(self):
+        return "best_f1" if self.spec["version_2"] else "f1"
+
+    def answer_function(self, model, vocab):
+        """The traced question/context -> answers function (featurize,
+        forward, decode) that evaluation and serving share."""
+        key = (id(vocab), tuple(sorted(
+            (k, v) for k, v in self.spec.items() if k != "encoder")))
+        cached = _ANSWERERS.get(model)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        function = tf.function(answer_graph(model, self.preprocessor(vocab),
+                                            self.spec), reduce_retracing=True)
+        _ANSWERERS[model] = (key, function)
+        return function
+
+    def answer(self, model, vocab, questions, contexts, batch_size=32):
+        """{output: NumPy array} of the answers to lists of strings."""
+        answer = self.answer_function(model, vocab)
+        parts = []
+        for start in range(0, len(questions), batch_size):
+            out = answer(tf.constant(questions[start:start + batch_size],
+                                     tf.string),
+                         tf.constant(contexts[start:start + batch_size],
+                                     tf.string))
+            parts.append({k: v.numpy() for k, v in out.items()})
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def evaluate(self, model, data, split, vocab, batch_size,
+                 dynamic_length=False):
+        examples = data.split(split)
+        if not examples:
+            return {}
+        out = self.answer(model, vocab, [e["question"] for e in examples],
+                          [e["context"] for e in examples], batch_size)
+        golds = [e["answers"] for e in examples]
+        answers = [a.decode("utf-8", "replace") for a in out["answer"]]
+        if not self.spec["version_2"]:
+            return squad_v1(golds, answers)
+        spans = [a.decode("utf-8", "replace") for a in out["top_answers"][:, 0]]
+        diffs = np.where(out["count"] > 0, out["null_score"] - out["score"],
+                         np.inf)
+        return squad_v2(golds, answers, diffs, spans)
+
+    def update_spec(self, best_results):
+        if not self.spec["version_2"] or "best_f1_thresh" not in best_results:
+            return {}
+        return {"null_threshold": float(best_results["best_f1_thresh"])}
+
+    def serving_module(self, model, vocab, vocab_path):
+        return SpanQAModule(model, self.preprocessor(vocab), self.spec,
+                            vocab_path)
+
+    @classmethod
+    def print_predictions(cls, loaded, args, log=print):
+        pairs = []
+        if args.question is not None or args.context is not None:
+            context = args.context or ""
+            if context.startswith("@"):
+                with open(context[1:], encoding="utf-8",
+                          errors="replace") as f:
+                    context = f.read()
+            pairs.append((args.question or "", context))
+        if args.input:
+            with open(args.input, encoding="utf-8", errors="replace") as f:
+                for number, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                        pairs.append((row["question"], row["context"]))
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        raise ValueError(
+                            f"{args.input}:{number}: expected a JSON object "
+                            'with "question" and "context".') from None
+        if not pairs:
+            raise ValueError("Nothing to answer: give --question and "
+                             "--context (or --input FILE.jsonl).")
+        function = loaded.signatures["serving_default"]
+        for start in range(0, len(pairs), args.batch_size):
+            chunk = pairs[start:start + args.batch_size]
+            out = {k: v.numpy() for k, v in function(
+                question=tf.constant([q for q, _ in chunk]),
+                context=tf.constant([c for _, c in chunk])).items()}
+            for i, (question, _) in enumerate(chunk):
+                if out["has_answer"][i]:
+                    answer = out["answer"][i].decode("utf-8", "replace")
+                    log(f"{question}\t{answer!r}\tstart {out['start'][i]} "
+                        f"end {out['end'][i]}\tscore {out['score'][i]:.3f}")
+                else:
+                    log(f"{question}\t(no answer)\tnull score "
+                        f"{out['null_score'][i]:.3f}")
+
+
+def answer_graph(model, preprocessor, spec):
+    """question, context -> `decode_answers` outputs (a plain function)."""
+
+    def answer(question, context):
+        features = preprocessor(question, context)
+        # Every window runs at the length of the longest in the request
+        # (outputs do not depend on padding).
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(
+            features["input_mask"], axis=1)), 1)
+        features = {k: v[:, :longest] if v.shape.rank == 2 else v
+                    for k, v in features.items()}
+        logits = model({k: features[k] for k in INPUT_NAMES},
+                       training=False)
+        return decode_answers(
+            features, logits["start_logits"], logits["end_logits"], context,
+            n_best_size=spec["n_best_size"],
+            max_answer_length=spec["max_answer_length"],
+            null_threshold=spec["null_threshold"],
+            version_2=spec["version_2"])
+
+    return answer
+
+
+class SpanQAModule(tf.Module):
+    """The `tf.Module` that becomes the QA SavedModel (see the module
+    docstring for the signature)."""
+
+    def __init__(self, model, preprocessor, spec, vocab_path):
+        super().__init__(name="bert_span_qa")
+        # Plain tf.Variables only (see ClassifierModule).
+        self.model_variables = [v.value for v in model.variables]
+        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+        answer = answer_graph(model, preprocessor, spec)
+
+        def serve(question, context):
+            question = string_batch(question, "question")
+            context = string_batch(context, "context")
+            question, context = same_batch(question, context, "question",
+                                           "context")
+            return answer(question, context)
+
+        self.serve = tf.function(serve, input_signature=[
+            tf.TensorSpec([None], tf.string, name="question"),
+            tf.TensorSpec([None], tf.string, name="context")])
+
+    def signatures(self):
+        return {"serving_default": self.serve}
+
+    def warmup_requests(self):
+        return [{"question": [q], "context": [c]} for q, c in WARMUP]
