@@ -53,11 +53,11 @@ def resolve_init(cfg):
     source, _, rest = spec.partition(":")
     rest = str(Path(rest).expanduser()) if rest else rest
     if not spec:
-        return Init(cfg.encoder, Path(cfg.vocab), lambda encoder: None,
+        return Init(cfg.encoder, Path(cfg.vocab).expanduser(), lambda encoder: None,
                     "random init")
     if source in checkpoints.SOURCES and rest:
         encoder_config, weights, _ = checkpoints.READERS[source](rest)
-        vocab = Path(cfg.vocab) if cfg.vocab else checkpoints.find_vocab(
+        vocab = Path(cfg.vocab).expanduser() if cfg.vocab else checkpoints.find_vocab(
             rest)
         return Init(encoder_config, vocab,
                     lambda encoder: checkpoints.assign_weights(
@@ -68,7 +68,7 @@ def resolve_init(cfg):
         # `bert-tf convert` output, or a pre-training run's model_dir.
         encoder_config = config_lib.load_config(
             path / checkpoints.CONFIG_FILE).encoder
-        vocab = Path(cfg.vocab) if cfg.vocab else \
+        vocab = Path(cfg.vocab).expanduser() if cfg.vocab else \
             path / checkpoints.VOCAB_FILE
         weights = path / "checkpoints" if (path / "checkpoints").is_dir() \
             else path
@@ -78,7 +78,7 @@ def resolve_init(cfg):
         if not cfg.vocab:
             raise ValueError(f"init = {spec}: a bare checkpoint needs vocab "
                              "and encoder set in the config.")
-        encoder_config, vocab = cfg.encoder, Path(cfg.vocab)
+        encoder_config, vocab = cfg.encoder, Path(cfg.vocab).expanduser()
         prefix = checkpoints.checkpoint_prefix(path,
                                                 (checkpoints.WEIGHTS_PREFIX,))
     return Init(encoder_config, vocab,

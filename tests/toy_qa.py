@@ -12,23 +12,28 @@ from conftest import SPECIAL
 NAMES = ["ann", "bob", "cleo", "dan", "eve", "finn"]
 PLACES = ["paris", "rome", "oslo", "lima"]
 FILLER = ["the", "film", "was", "made", "by", "in", "a", "day", "and",
-          "it", "rained", "later", "who", "where", "?", "."]
+          "it", "rained", "later", "who", "where", "saw", "?", "."]
 VOCAB = SPECIAL + NAMES + PLACES + FILLER
-ENCODER = dict(vocab_size=len(VOCAB), hidden_size=32, num_layers=2,
-               num_heads=2, intermediate_size=64, max_position_embeddings=64)
+ENCODER = dict(vocab_size=len(VOCAB), hidden_size=64, num_layers=2,
+               num_heads=4, intermediate_size=128, max_position_embeddings=64)
 
 
 def toy_examples(count, rng, version_2=True):
-    """SQuAD-style examples: "who made the film?" -> the name after "by";
-    "where ...?" -> the place after "in" (unanswerable without one)."""
+    """SQuAD-style examples: "who made the film?" -> the name; "where was
+    the film made?" -> the place (unanswerable without one). Filler text
+    before and after moves the answer about the windows."""
     examples = []
     for i in range(count):
         name, place = rng.choice(NAMES), rng.choice(PLACES)
         noise = " ".join(rng.choice(["and it rained later", "a day", ""],
                                     int(rng.integers(1, 3))))
+        # Filler before the answer too, so answers move about the windows.
+        lead = " ".join(rng.choice(["a day .", "it rained later ."],
+                                   int(rng.integers(0, 4))))
         has_place = not version_2 or rng.random() < 0.7
         where = f" in {place}" if has_place else ""
-        context = f"The film was made by {name.title()}{where} . {noise}"
+        context = (f"{lead} The film was made by {name.title()}{where} . "
+                   f"{noise}").strip()
         if rng.random() < 0.5:
             question, answer = "Who made the film?", name.title()
         else:
@@ -62,7 +67,7 @@ def toy_qa_config(directory, **overrides):
         "vocab": str(directory / "vocab.txt"),
         "encoder": dict(ENCODER),
         "seq_length": 32, "batch_size": 32, "epochs": 8,
-        "optimizer": {"learning_rate": 3e-3},
+        "optimizer": {"learning_rate": 2e-3},
         "trainer": {"model_dir": str(directory / "run"),
                     "steps_per_loop": 6, "seed": 1},
     }

@@ -1,0 +1,391 @@
+"""Span QA: windows and offsets, the in-graph decoder against the plain
+reference, official SQuAD metrics, readers, the model, fine-tuning, the
+export (signature, ops, warm-up, C API) and hostile inputs."""
+
+import json
+import subprocess
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from bert_tf import cli, finetune
+from bert_tf.data.readers import squad, wnut
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.task_models import BertSpanLabeler
+from bert_tf.serving import export as export_lib
+from bert_tf.tasks import load_finetuned
+from bert_tf.tasks.span_decoding import decode_answers
+from bert_tf.tasks.squad_metrics import f1_score, squad_v1, squad_v2
+from bert_tf.text.qa_preprocessor import QAPreprocessor
+from squad_reference import reference_answers
+from test_serving import _compile_serving_check
+from toy_qa import ENCODER, toy_qa_config, write_toy_qa
+
+OUTPUTS = {"answer", "score", "start", "end", "has_answer", "null_score",
+           "top_answers", "top_scores", "top_starts", "top_ends", "count"}
+
+
+# --- windows and offsets ------------------------------------------------------
+
+def test_windows_cover_the_whole_context_once(bert_vocab):
+    words = " ".join(f"word{i % 7} w{i}" for i in range(150))
+    pre = QAPreprocessor(bert_vocab, sequence_length=40, doc_stride=12,
+                         max_query_length=6)
+    out = {k: v.numpy() for k, v in pre(
+        tf.constant(["a question that is far too long to keep whole", "q"]),
+        tf.constant([words, "short one"])).items()}
+    pieces = len(bert_vocab_tokens(bert_vocab, words))
+    room = 40 - 6 - 3
+    windows = int(np.ceil((pieces - room) / 12)) + 1
+    assert list(out["example_index"]) == [0] * windows + [1]
+    first = out["example_index"] == 0
+    # Every context piece is in some window and max-context in exactly one.
+    starts = out["token_char_start"][first]
+    is_max = out["token_is_max_context"][first]
+    held = sorted(set(starts[starts >= 0].tolist()))
+    assert len(held) == pieces
+    assert sorted(starts[is_max].tolist()) == held
+    # The question keeps 6 pieces: [CLS] q*6 [SEP] then context (type 1).
+    assert (out["input_type_ids"][0, :8] == 0).all()
+    assert out["input_type_ids"][0, 8] == 1 and starts[0, 8] == 0
+    assert out["input_mask"].sum(1).max() == 40
+
+
+def bert_vocab_tokens(vocab, text):
+    from bert_tf.text.tokenizer import BertTokenizer
+    return BertTokenizer(vocab)(tf.constant([text]))[0].numpy()
+
+
+def test_offsets_are_code_points_of_the_original_text(bert_vocab):
+    context = "Zoë met Ünal in 東京 😀 at Café Déjà-vu."
+    pre = QAPreprocessor(bert_vocab, sequence_length=64, doc_stride=16,
+                         max_query_length=8)
+    out = {k: v.numpy()[0] for k, v in pre(tf.constant(["who?"]),
+                                           tf.constant([context])).items()}
+    ids = out["input_word_ids"]
+    pieces = [(bert_vocab.tokens[i], s, e) for i, s, e in zip(
+        ids, out["token_char_start"], out["token_char_end"]) if s >= 0]
+    assert [(t, context[s:e]) for t, s, e in pieces] == [
+        ("zoe", "Zoë"), ("met", "met"), ("una", "Üna"), ("##l", "l"),
+        ("in", "in"), ("東", "東"), ("京", "京"), ("[UNK]", "😀"),
+        ("at", "at"), ("cafe", "Café"), ("de", "Dé"), ("##ja", "jà"),
+        ("-", "-"), ("vu", "vu"), (".", ".")]
+    # Byte offsets slice the same text out of the UTF-8 bytes.
+    raw = context.encode()
+    for (_, s, e), bs, be in zip(pieces, out["token_byte_start"][
+            out["token_byte_start"] >= 0], out["token_byte_end"][
+            out["token_byte_end"] >= 0]):
+        assert raw[bs:be].decode() == context[s:e]
+
+
+def test_answer_labels_point_at_the_answer_in_each_window(bert_vocab):
+    context = " ".join(["filler"] * 40) + " the answer is Paris , France ."
+    start = context.index("Paris")
+    pre = QAPreprocessor(bert_vocab, sequence_length=24, doc_stride=6,
+                         max_query_length=4)
+    out = {k: v.numpy() for k, v in pre(
+        tf.constant(["where?", "where?"]), tf.constant([context, context]),
+        tf.constant([start, -1]), tf.constant([start + 5, -1])).items()}
+    inside = out["start_positions"] > 0
+    assert inside.any() and not inside[out["example_index"] == 1].any()
+    for w in np.flatnonzero(inside):
+        s, e = out["start_positions"][w], out["end_positions"][w]
+        assert context[out["token_char_start"][w, s]:
+                       out["token_char_end"][w, e]] == "Paris"
+    # Windows that cut the answer off point at [CLS].
+    assert (out["end_positions"][~inside] == 0).all()
+
+
+# --- decoding -----------------------------------------------------------------
+
+def _wnut_pairs(count=300):
+    sentences = wnut.read_wnut()[:count]
+    contexts = [" ".join(t) for t, _ in sentences]
+    return [squad.QUESTIONS[wnut.TYPES[i % 10]] for i in
+            range(len(contexts))], contexts
+
+
+@pytest.mark.parametrize("version_2", [False, True])
+def test_decoder_matches_the_reference_on_real_tweets(bert_vocab,
+                                                      version_2):
+    questions, contexts = _wnut_pairs()
+    pre = QAPreprocessor(bert_vocab, sequence_length=32, doc_stride=8,
+                         max_query_length=10)
+    features = pre(tf.constant(questions), tf.constant(contexts))
+    rng = np.random.default_rng(0)
+    shape = features["input_word_ids"].shape
+    start = rng.normal(size=shape).astype("float32")
+    end = rng.normal(size=shape).astype("float32")
+    assert shape[0] > 2 * len(contexts)  # many multi-window contexts
+    options = dict(n_best_size=5, max_answer_length=6, null_threshold=1.0,
+                   version_2=version_2)
+    ours = {k: v.numpy() for k, v in decode_answers(
+        features, start, end, tf.constant(contexts), **options).items()}
+    ref = reference_answers({k: v.numpy() for k, v in features.items()},
+                            start, end, contexts, **options)
+    same = [ours["answer"][i] == r["answer"] and ours["start"][i] ==
+            r["start"] and ours["end"][i] == r["end"] and
+            ours["count"][i] == len(r["nbest"]) and
+            [a for a in ours["top_answers"][i][:ours["count"][i]]] ==
+            [n["text"] for n in r["nbest"]]
+            for i, r in enumerate(ref)]
+    assert np.mean(same) >= 0.99, np.flatnonzero(~np.array(same))[:5]
+    np.testing.assert_allclose(ours["null_score"],
+                               [r["null_score"] for r in ref], rtol=1e-6)
+    assert ours["has_answer"].sum() > 0
+    if version_2:
+        assert 0 < ours["has_answer"].mean() < 1
+
+
+# --- metrics ------------------------------------------------------------------
+
+def test_official_squad_metrics_hand_computed():
+    assert squad_v1([["The Eiffel Tower", "Eiffel Tower"], ["1889"]],
+                    ["eiffel tower!", "in 1889"]) == {
+        "exact_match": 50.0, "f1": pytest.approx(100 * (1 + 2 / 3) / 2)}
+    assert f1_score("x b c", "b c d") == pytest.approx(2 / 3)
+    assert f1_score("a b c", "b c d") == pytest.approx(0.8)  # "a" dropped
+    assert f1_score("", "") == 1.0 and f1_score("x", "") == 0.0
+    result = squad_v2([["Paris"], [], ["Rome"], []],
+                      ["Paris", "", "", "Oslo"],
+                      no_answer_diffs=[-1.0, 2.0, 0.5, 0.1],
+                      spans=["Paris", "Lima", "Rome", "Oslo"])
+    assert result["exact"] == 50.0 and result["HasAns_exact"] == 50.0
+    assert result["NoAns_exact"] == 50.0 and result["NoAns_total"] == 2
+    # By difference: answering q0 (Paris, right) lifts 2 -> 3 at -1.0;
+    # q3 (Oslo, unanswerable) drops to 2, q2 (Rome) back to 3 at 0.5: not
+    # higher, so the first threshold that reached 3 of 4 stays.
+    assert result["best_exact"] == 75.0
+    assert result["best_exact_thresh"] == -1.0
+
+
+# --- readers --------------------------------------------------------------------
+
+def test_local_squad_json_reports_answers_not_at_their_start(tmp_path):
+    data = {"data": [{"title": "t", "paragraphs": [{
+        "context": "Ann met Bob in Oslo.",
+        "qas": [
+            {"id": "good", "question": "Who?", "answers": [
+                {"text": "Bob", "answer_start": 8}]},
+            {"id": "bad", "question": "Where?", "answers": [
+                {"text": "Oslo", "answer_start": 3}]},
+            {"id": "none", "question": "Why?", "answers": [],
+             "is_impossible": True}]}]}]}
+    (tmp_path / "train.json").write_text(json.dumps(data))
+    qa = squad.load_local_squad(tmp_path / "train.json")
+    assert [e["id"] for e in qa.splits["train"]] == ["good", "none"]
+    assert qa.version_2 and qa.skipped["train"][0][0] == "bad"
+    assert "not at answer_start 3" in qa.skipped["train"][0][1]
+    with pytest.raises(ValueError, match="is not SQuAD JSON"):
+        (tmp_path / "x.json").write_text("[1, 2]")
+        squad.read_squad_json(tmp_path / "x.json")
+
+
+@pytest.mark.parametrize("version", ["v1.1", "v2.0"])
+def test_tfds_squad_through_mock_data(version):
+    import tensorflow_datasets as tfds
+
+    def as_dataset(self, split, **kwargs):
+        example = {"id": "q1", "title": "t", "question": "Who met Bob?",
+                   "context": "Ann met Bob.",
+                   "answers": {"text": ["Ann"], "answer_start": [0]}}
+        if version == "v2.0":
+            example.update(is_impossible=False, plausible_answers={
+                "text": [], "answer_start": tf.zeros([0], tf.int32)})
+        return tf.data.Dataset.from_tensors(example).repeat(3)
+
+    with tfds.testing.mock_data(as_dataset_fn=as_dataset):
+        qa = squad.load_squad_tfds(version)
+    assert qa.name == f"squad/{version}" and qa.version_2 == (
+        version == "v2.0")
+    assert len(qa.splits["train"]) == 3
+    assert qa.splits["validation"][0]["answers"] == ["Ann"]
+
+
+def test_wnut_qa_split_is_fixed():
+    qa = squad.load_wnut_qa()
+    sizes = {k: len(v) for k, v in qa.splits.items()}
+    assert sizes == {"train": 2884, "validation": 354, "test": 368}
+    answerable = sum(not e["is_impossible"] for v in qa.splits.values()
+                     for e in v)
+    assert answerable == 1212
+    example = next(e for e in qa.splits["train"] if e["answers"])
+    start = example["answer_starts"][0]
+    assert example["context"][start:].startswith(example["answers"][0])
+
+
+# --- model, fine-tuning, export -----------------------------------------------
+
+def test_span_labeler_saves_and_loads(tmp_path):
+    model = BertSpanLabeler(BertEncoder(**ENCODER))
+    x = {"input_word_ids": np.full((2, 9), 6, "int32"),
+         "input_mask": np.ones((2, 9), "int32"),
+         "input_type_ids": np.zeros((2, 9), "int32")}
+    expected = model(x)
+    model.save(tmp_path / "qa.keras")
+    loaded = keras.saving.load_model(tmp_path / "qa.keras")
+    for name in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(loaded(x)[name], expected[name],
+                                   atol=1e-6)
+    assert set(model.checkpoint_heads()) == {"span_labeler"}
+
+
+@pytest.fixture(scope="module")
+def qa_run(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("qa")
+    write_toy_qa(directory)
+    result = finetune.run(toy_qa_config(directory), log=lambda *a: None)
+    return directory, result
+
+
+@pytest.fixture(scope="module")
+def qa_export(qa_run, tmp_path_factory):
+    directory, _ = qa_run
+    out = tmp_path_factory.mktemp("qa_export") / "toy_qa" / "1"
+    lines = []
+    report = export_lib.export_model(directory / "run", out,
+                                     log=lines.append)
+    return out, report, lines
+
+
+def test_finetune_learns_and_stores_the_threshold(qa_run):
+    directory, result = qa_run
+    # The toy's chance level (always "no answer") is about 15 F1.
+    assert result.best["metric"] == "best_f1" and result.best["value"] >= 75
+    assert result.test["f1"] >= 75 and result.test["NoAns_total"] > 0
+    spec = yaml.safe_load((result.best_dir / "task.yaml").read_text())
+    assert spec["kind"] == "span_qa" and spec["version_2"]
+    assert spec["null_threshold"] == pytest.approx(
+        result.best["results"]["best_f1_thresh"])
+    task, model, vocab, _ = load_finetuned(directory / "run")
+    assert task.spec["null_threshold"] == spec["null_threshold"]
+
+
+def test_export_signature_ops_and_warmup(qa_export):
+    out, report, lines = qa_export
+    assert report["kind"] == "span_qa"
+    text = "\n".join(lines)
+    assert "serving_default(context: string[None], question: string[None])" \
+        in text
+    loaded = export_lib.load_exported(out)
+    signature = loaded.signatures["serving_default"]
+    assert set(signature.structured_outputs) == OUTPUTS
+    assert set(signature.structured_input_signature[1]) == {"question",
+                                                            "context"}
+    ops = export_lib.audit_ops(out)
+    assert "FastWordpieceTokenizeWithOffsets" in ops["tf_text"]
+    assert (out / "assets.extra" / "tf_serving_warmup_requests").is_file()
+    assert 'name: "toy_qa"' in (out.parent.parent / "models.config"
+                                ).read_text()
+    for record in tf.data.TFRecordDataset(
+            str(out / "assets.extra" / "tf_serving_warmup_requests")):
+        assert b"question" in record.numpy()
+
+
+def _answer(loaded, questions, contexts):
+    out = loaded.signatures["serving_default"](
+        question=tf.constant(questions), context=tf.constant(contexts))
+    return {k: v.numpy() for k, v in out.items()}
+
+
+def test_export_answers_like_evaluation_and_slices_the_context(
+        qa_run, qa_export):
+    directory, _ = qa_run
+    loaded = export_lib.load_exported(qa_export[0])
+    task, model, vocab, _ = load_finetuned(directory / "run")
+    questions = ["Where was the film made?", "Who made the film?",
+                 "Where was the film made?", "Who made the film?"]
+    # Accented names read as the toy vocab's (uncased, accents stripped);
+    # offsets count code points of the original, bytes would differ.
+    contexts = ["The film was made by Cleo in Rome . a day",
+                "a day . The film was made by Éve . it rained later",
+                "The film was made by Eve . and it rained later",
+                "The film was made by Dan in Lima ."]
+    served = _answer(loaded, questions, contexts)
+    direct = task.answer(model, vocab, questions, contexts)
+    for key in ("answer", "start", "end", "has_answer"):
+        np.testing.assert_array_equal(served[key], direct[key])
+    np.testing.assert_allclose(served["score"], direct["score"], atol=1e-5)
+    assert served["top_answers"][1, 0].decode() == "Éve"
+    assert served["top_starts"][1, 0] == 29 and served["top_ends"][1, 0] == 32
+    for i in range(len(contexts)):
+        for j in range(served["count"][i]):
+            assert contexts[i][served["top_starts"][i, j]:served["top_ends"][
+                i, j]] == served["top_answers"][i, j].decode()
+        if served["has_answer"][i]:
+            assert served["answer"][i] == served["top_answers"][i, 0]
+    assert served["top_answers"].shape == (4, 20)
+    assert (served["count"] <= 20).all()
+
+
+def test_long_context_is_answered_from_its_last_paragraph(qa_export):
+    # 5,000 words of the toy's own filler text, then the answer in the
+    # last paragraph: found only if nothing is truncated away.
+    loaded = export_lib.load_exported(qa_export[0])
+    rng = np.random.default_rng(3)
+    filler = []
+    while len(filler) < 5000:
+        filler += rng.choice(["a day .", "it rained later .",
+                              "and it rained a day later ."]).split()
+    context = " ".join(filler[:5000]) + "\n\nThe film was made by Finn ."
+    out = _answer(loaded, ["Who made the film?"], [context])
+    assert out["top_answers"][0, 0] == b"Finn"
+    assert context[out["top_starts"][0, 0]:out["top_ends"][0, 0]] == "Finn"
+    assert out["top_starts"][0, 0] > len(context) - 10
+
+
+def test_hostile_inputs_get_no_answer_or_a_clear_error(qa_export):
+    loaded = export_lib.load_exported(qa_export[0])
+    cases = [("", ""), ("Who made the film?", ""), ("", "by Ann"),
+             ("Who?", "   \t "), ("Who?", "?!.,;"),
+             ("Who made the film?", "film " * 20000),
+             (b"\xff\xfe who", b"The film \xff was made by Ann"),
+             (" ".join(["who"] * 500), "The film was made by Ann .")]
+    out = _answer(loaded, [q for q, _ in cases], [c for _, c in cases])
+    assert np.isfinite(out["score"]).all()
+    assert np.isfinite(out["null_score"]).all()
+    assert not out["has_answer"][[0, 1, 3]].any()
+    assert (out["count"][[0, 1, 3]] == 0).all()  # no context, no candidate
+    assert (out["answer"][~out["has_answer"]] == b"").all()
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="`question` and `context` must hold the same"):
+        _answer(loaded, ["a", "b"], ["c"])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Shape of tensor"):
+        loaded.signatures["serving_default"](question=tf.constant("a"),
+                                             context=tf.constant("b"))
+
+
+def test_c_api_program_answers_questions(qa_export, tmp_path):
+    out = qa_export[0]
+    binary = _compile_serving_check(tmp_path)
+    libraries = [a for lib in export_lib.tf_text_op_libraries()
+                 for a in ("-l", str(lib))]
+    result = subprocess.run(
+        [str(binary), *libraries, str(out),
+         "Who made the film?\tThe film was made by Ann in Oslo .",
+         "\t"], capture_output=True, text=True, timeout=300,
+        env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    first = dict(field.split("=", 1) for field in lines[0].split("\t"))
+    assert first["answer"] == "Ann" and first["start"] == "21"
+    second = dict(field.split("=", 1) for field in lines[1].split("\t"))
+    assert second["has_answer"] == "0" and second["count"] == "0"
+
+
+def test_predict_cli_prints_answers_with_offsets(qa_export, tmp_path,
+                                                 capsys):
+    out = qa_export[0]
+    assert cli.main(["predict", "--model", str(out), "--question",
+                     "Who made the film?", "--context",
+                     "The film was made by Bob in Rome ."]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "'Bob'" in line and "start 21 end 24" in line
+    (tmp_path / "in.jsonl").write_text("not json\n")
+    assert cli.main(["predict", "--model", str(out), "--input",
+                     str(tmp_path / "in.jsonl")]) == 2
+    assert "in.jsonl:1: expected a JSON object" in capsys.readouterr().err
