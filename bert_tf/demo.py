@@ -14,6 +14,10 @@
    init, the BERT-Tiny just pre-trained, the imported MiniLM), exports the
    best as a SavedModel that takes raw text, answers sentences through it,
    and writes a summary table and a PNG of loss curves and accuracies.
+7. Extractive QA on real annotations (the WNUT-16 QA set): fine-tunes the
+   imported MiniLM, exports a SavedModel that takes a question and a
+   context, answers three real test questions through it and prints the
+   test EM/F1.
 """
 
 import collections
@@ -207,6 +211,37 @@ def serve(output_dir, results):
     return out
 
 
+def question_answering(output_dir):
+    """WNUT-16 QA from MiniLM: fine-tune, export, answer; (result, export)."""
+    from bert_tf import finetune
+    from bert_tf.data.readers.squad import load_wnut_qa
+    from bert_tf.serving.export import export_model, load_exported
+
+    _section("Extractive QA on real annotations: WNUT-16 QA from MiniLM")
+    cfg = finetune.load(CONFIGS / "wnut_qa_minilm.yaml", [
+        f"trainer.model_dir={output_dir / 'wnut_qa_minilm'}",
+        f"init=hf:{samples.fetch('minilm')}"])
+    result = finetune.run(cfg)
+    out = output_dir / "export" / "wnut_qa" / "1"
+    export_model(result.best_dir, out, overwrite=True)
+    served = load_exported(out).signatures["serving_default"]
+    test = [e for e in load_wnut_qa().split("test") if e["answers"]][:3]
+    answers = served(question=tf.constant([e["question"] for e in test]),
+                     context=tf.constant([e["context"] for e in test]))
+    for i, example in enumerate(test):
+        answer = (f"{answers['answer'][i].numpy().decode()!r} (characters "
+                  f"{answers['start'][i]}-{answers['end'][i]})"
+                  if answers["has_answer"][i] else "(no answer)")
+        print(f"Q: {example['question']}\nC: {example['context']}\n"
+              f"A: {answer}; gold {example['answers']}")
+    t = result.test
+    print(f"WNUT-16 QA test ({t['total']} questions, {t['HasAns_total']} "
+          f"answerable): EM {t['exact']:.1f}, F1 {t['f1']:.1f} (HasAns F1 "
+          f"{t['HasAns_f1']:.1f}, NoAns {t['NoAns_f1']:.1f}); "
+          f"{result.seconds / 60:.1f} minutes")
+    return result, out
+
+
 def summary(output_dir, results, export_dir):
     _section("Summary: RT movie-review sentiment (1,057 held-out test "
              "sentences)")
@@ -249,7 +284,8 @@ def main(output_dir="demo_out"):
     output_dir.mkdir(parents=True, exist_ok=True)
     # A rerun trains afresh (a finished run directory would just be
     # restored, and one from an older bert_tf may not fit at all).
-    stale = [output_dir / "pretrain", *output_dir.glob("rt_sentiment_*")]
+    stale = [output_dir / "pretrain", *output_dir.glob("rt_sentiment_*"),
+             *output_dir.glob("wnut_qa_*")]
     for directory in (d for d in stale if d.is_dir()):
         shutil.rmtree(directory)
         print(f"removed the previous demo run {directory}")
@@ -263,8 +299,12 @@ def main(output_dir="demo_out"):
     results = finetuning(output_dir, pretrain_dir, vocab_path)
     export_dir = serve(output_dir, results)
     summary(output_dir, results, export_dir)
+    _, qa_export = question_answering(output_dir)
     _section("Done")
+    root = output_dir.resolve()
     print(f"{(time.time() - start) / 60:.1f} minutes; converted checkpoints "
-          f"in {output_dir.resolve()}/{{minilm,antiberty}}, pre-training in "
-          f"{output_dir.resolve()}/pretrain, fine-tuning in "
-          f"{output_dir.resolve()}/rt_sentiment_*")
+          f"in {root}/{{minilm,antiberty}}, pre-training in {root}/pretrain, "
+          f"fine-tuning in {root}/rt_sentiment_* and {root}/wnut_qa_minilm; "
+          f"SavedModels: {export_dir.resolve()} (sentiment), "
+          f"{qa_export.resolve()} (QA), TF Serving config "
+          f"{root}/export/models.config")

@@ -18,6 +18,7 @@ from bert_tf.models.task_models import BertSpanLabeler
 from bert_tf.serving import export as export_lib
 from bert_tf.tasks import load_finetuned
 from bert_tf.tasks.span_decoding import decode_answers
+from bert_tf.tasks.span_qa import SpanQA
 from bert_tf.tasks.squad_metrics import f1_score, squad_v1, squad_v2
 from bert_tf.text.qa_preprocessor import QAPreprocessor
 from squad_reference import reference_answers
@@ -179,6 +180,8 @@ def test_local_squad_json_reports_answers_not_at_their_start(tmp_path):
     assert [e["id"] for e in qa.splits["train"]] == ["good", "none"]
     assert qa.version_2 and qa.skipped["train"][0][0] == "bad"
     assert "not at answer_start 3" in qa.skipped["train"][0][1]
+    plan = SpanQA({"seq_length": 64, "doc_stride": 16}).describe(qa)
+    assert "1 questions skipped (train bad: answer 'Oslo' is not at" in plan
     with pytest.raises(ValueError, match="is not SQuAD JSON"):
         (tmp_path / "x.json").write_text("[1, 2]")
         squad.read_squad_json(tmp_path / "x.json")

@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 
-from bert_tf import config as config_lib
 from bert_tf.text.vocab import Vocab
 from conftest import SPECIAL
+from toy_task import finetune_config
 
 NAMES = ["ann", "bob", "cleo", "dan", "eve", "finn"]
 PLACES = ["paris", "rome", "oslo", "lima"]
@@ -71,9 +71,4 @@ def toy_qa_config(directory, **overrides):
         "trainer": {"model_dir": str(directory / "run"),
                     "steps_per_loop": 6, "seed": 1},
     }
-    for key, value in overrides.items():
-        if "." in key:
-            data = config_lib.apply_overrides(data, [f"{key}={value}"])
-        else:
-            data[key] = value
-    return config_lib.from_dict(config_lib.FinetuneConfig, data).validate()
+    return finetune_config(data, overrides)

@@ -44,6 +44,12 @@ def toy_config(directory, **overrides):
         "trainer": {"model_dir": str(directory / "run"),
                     "steps_per_loop": 5, "seed": 1},
     }
+    return finetune_config(data, overrides)
+
+
+def finetune_config(data, overrides):
+    """A validated `FinetuneConfig` from a dict and `key=value` overrides
+    (dotted keys reach into sections)."""
     for key, value in overrides.items():
         if "." in key:
             data = config_lib.apply_overrides(data, [f"{key}={value}"])

@@ -76,13 +76,17 @@ class SpanQA(Task):
     def describe(self, data):
         train = data.split("train")
         answerable = sum(not e["is_impossible"] for e in train)
-        skipped = sum(len(v) for v in data.skipped.values())
+        skipped = [(split, id_, why) for split, items in
+                   data.skipped.items() for id_, why in items]
+        shown = "; ".join(f"{split} {id_}: {why}"
+                          for split, id_, why in skipped[:3])
         return (f"{len(train):,} training questions ({answerable:,} "
                 f"answerable), SQuAD {'2.0' if data.version_2 else '1.1'} "
                 f"style, windows of {self.spec['seq_length']} pieces with "
                 f"stride {self.spec['doc_stride']}"
-                + (f"; {skipped} examples skipped whose answer text is not "
-                   "at its answer_start" if skipped else ""))
+                + (f"; {len(skipped)} questions skipped ({shown}"
+                   f"{'; ...' if len(skipped) > 3 else ''})"
+                   if skipped else ""))
 
     def preprocessor(self, vocab):
         s = self.spec

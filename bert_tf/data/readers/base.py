@@ -10,6 +10,14 @@ from bert_tf.data.batching import bucket_by_length
 from bert_tf.data.readers.metrics import METRICS
 
 
+def split_of(data, name):
+    """`data.splits[name]`, or an error naming the splits there are."""
+    if name not in data.splits:
+        raise ValueError(f"Task {data.name} has no split {name!r}; it has "
+                         f"{', '.join(data.splits)}.")
+    return data.splits[name]
+
+
 @dataclasses.dataclass
 class TaskData:
     """A sentence(-pair) classification or regression task.
@@ -50,10 +58,7 @@ class TaskData:
         return len(self.labels) or 1
 
     def split(self, name):
-        if name not in self.splits:
-            raise ValueError(f"Task {self.name} has no split {name!r}; it has "
-                             f"{', '.join(self.splits)}.")
-        return self.splits[name]
+        return split_of(self, name)
 
     def size(self, name):
         """Examples in split `name` (counted once when not known)."""

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.readers import wnut
+from bert_tf.data.readers.base import split_of
 
 SQUAD_VERSIONS = ("v1.1", "v2.0")
 
@@ -38,10 +39,7 @@ class QAData:
     skipped: dict = dataclasses.field(default_factory=dict)
 
     def split(self, name):
-        if name not in self.splits:
-            raise ValueError(f"Task {self.name} has no split {name!r}; it has "
-                             f"{', '.join(self.splits)}.")
-        return self.splits[name]
+        return split_of(self, name)
 
     def size(self, name):
         return len(self.split(name))
