@@ -49,7 +49,7 @@ def main():
     parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
 
-    from bert_tf import checkpoints, presets
+    from bert_tf import checkpoints, config, presets
     from bert_tf.data import samples
     from bert_tf.data.readers.sentiment import read_rt_snippets
     from bert_tf.models.encoder import BertEncoder
@@ -59,7 +59,7 @@ def main():
     from bert_tf.text.vocab import read_vocab
 
     vocab = read_vocab(samples.fetch("minilm") / "vocab.txt")
-    config = presets.load_preset(args.preset)
+    config = config.load_preset(args.preset)
     model = BertClassifier(BertEncoder.from_config_object(config), 2)
     texts, _ = read_rt_snippets()
     texts = texts[:200]

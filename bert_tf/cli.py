@@ -8,11 +8,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def _presets(args):
-    from bert_tf import presets
+    from bert_tf import config, presets
 
     print(f"{'preset':<20} {'L':>3} {'H':>5} {'A':>3} {'parameters':>13}")
     for name in presets.available():
-        cfg = presets.load_preset(name)
+        cfg = config.load_preset(name)
         print(f"{name:<20} {cfg.num_layers:>3} {cfg.hidden_size:>5} "
               f"{cfg.num_heads:>3} {cfg.num_parameters():>13,}")
 
@@ -55,7 +55,7 @@ def _corpus(specs, cache):
 def _vocab(args):
     from pathlib import Path
 
-    from bert_tf.text.vocab import learn_vocab
+    from bert_tf.text.vocab_learning import learn_vocab
 
     docs = _corpus(args.corpus, args.cache)
     vocab = learn_vocab((s for d in docs for s in d), args.size,

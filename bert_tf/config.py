@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from bert_tf import presets
+
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
 ATTENTION_KINDS = ("bidirectional", "causal")
 
@@ -354,8 +356,7 @@ def from_dict(cls, data, where=""):
     if data is None:
         data = {}
     if isinstance(data, str) and cls is EncoderConfig:
-        from bert_tf import presets
-        return presets.load_preset(data)
+        return load_preset(data)
     if not isinstance(data, dict):
         raise ValueError(
             f"{where or 'config'}: expected a mapping of keys to values, got "
@@ -583,3 +584,20 @@ class FinetuneConfig:
                 f"{_join(where, 'vocab')} is required when training from "
                 "random init (init is empty).")
         return self
+
+
+def load_preset(name, overrides=()):
+    """The validated `EncoderConfig` of preset `name`.
+
+    Args:
+        name: a preset name (see `presets.available()`) or a path to a
+            model YAML.
+        overrides: `encoder.key=value` strings.
+
+    Example:
+    >>> load_preset("bert_tiny").hidden_size
+    128
+    """
+    path = Path(name) if str(name).endswith((".yaml", ".yml")) else \
+        presets.preset_path(name)
+    return load_config(path, ModelConfig, overrides).encoder

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import checkpoints, presets
+from bert_tf import checkpoints, config, presets
 from bert_tf.data import samples
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.text.preprocessor import BertPreprocessor
@@ -45,7 +45,7 @@ def parameter_counts():
     print(f"{'preset':<20} {'L/H/A':>12} {'from config':>13} "
           f"{'built model':>13}")
     for name in presets.available():
-        cfg = presets.load_preset(name)
+        cfg = config.load_preset(name)
         built = ""
         if name in ("bert_base", "bert_large"):
             model = BertEncoder.from_config_object(cfg)
@@ -126,7 +126,8 @@ def pretraining(output_dir, steps=1500):
     from bert_tf.data import documents, pairs
     from bert_tf.data.pretraining import pretraining_dataset
     from bert_tf.text.tokenizer import BertTokenizer
-    from bert_tf.text.vocab import learn_vocab, read_vocab
+    from bert_tf.text.vocab import read_vocab
+    from bert_tf.text.vocab_learning import learn_vocab
 
     data_dir = output_dir / "tfrecords"
     vocab_path = data_dir / "sample_vocab.txt"

@@ -38,21 +38,3 @@ def preset_path(name):
             f"Unknown encoder preset {name!r}; available presets: "
             f"{', '.join(available())}.")
     return path
-
-
-def load_preset(name, overrides=()):
-    """The validated `EncoderConfig` of preset `name`.
-
-    Args:
-        name: a preset name (see `available()`) or a path to a model YAML.
-        overrides: `encoder.key=value` strings.
-
-    Example:
-    >>> load_preset("bert_tiny").hidden_size
-    128
-    """
-    from bert_tf import config
-
-    path = Path(name) if str(name).endswith((".yaml", ".yml")) else \
-        preset_path(name)
-    return config.load_config(path, config.ModelConfig, overrides).encoder

@@ -6,8 +6,8 @@ from bert_tf.config import EncoderConfig, ModelConfig
 
 
 def test_paper_parameter_counts_from_presets():
-    assert presets.load_preset("bert_base").num_parameters() == 109_482_240
-    assert presets.load_preset("bert_large").num_parameters() == 335_141_888
+    assert config.load_preset("bert_base").num_parameters() == 109_482_240
+    assert config.load_preset("bert_large").num_parameters() == 335_141_888
 
 
 def test_all_named_presets_exist_with_their_sizes():
@@ -21,7 +21,7 @@ def test_all_named_presets_exist_with_their_sizes():
     }
     assert set(expected) <= set(presets.available())
     for name, (layers, hidden, heads) in expected.items():
-        cfg = presets.load_preset(name)
+        cfg = config.load_preset(name)
         assert (cfg.num_layers, cfg.hidden_size, cfg.num_heads) == (
             layers, hidden, heads)
         assert cfg.intermediate_size == 4 * hidden
@@ -99,7 +99,7 @@ def test_encoder_preset_by_name_in_a_config():
     cfg = config.from_dict(ModelConfig, {"encoder": "bert_mini"})
     assert cfg.encoder.hidden_size == 256
     with pytest.raises(ValueError, match="available presets"):
-        presets.load_preset("bert_gigantic")
+        config.load_preset("bert_gigantic")
 
 
 def test_save_and_load_round_trip(tmp_path):

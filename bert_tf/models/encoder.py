@@ -5,7 +5,7 @@ import dataclasses
 
 import keras
 
-from bert_tf.config import EncoderConfig
+from bert_tf.config import EncoderConfig, load_preset
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.transformer import TransformerBlock
 
@@ -149,8 +149,7 @@ class BertEncoder(keras.Model):
         >>> BertEncoder.from_preset("bert_tiny").count_params()
         4385920
         """
-        from bert_tf import presets
-        return cls.from_config_object(presets.load_preset(name), **kwargs)
+        return cls.from_config_object(load_preset(name), **kwargs)
 
     def get_config(self):
         return {

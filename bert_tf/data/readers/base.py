@@ -124,27 +124,3 @@ def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
                           deterministic=True)
     return bucket_by_length(dataset, batch_size, preprocessor.sequence_length,
                             drop_remainder).prefetch(tf.data.AUTOTUNE)
-
-
-def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
-    """A `TaskData` from a spec string.
-
-    Args:
-        spec: `glue/NAME` (TFDS), `sample:rt_sentiment` (the real RT movie
-            snippets) or `local` (files given in `local_args`, see
-            `load_local`).
-        cache: sample cache directory.
-        data_dir: TFDS data directory.
-        seed: split seed for the sample.
-    """
-    from bert_tf.data.readers import glue, local, sentiment
-
-    if spec.startswith("glue/"):
-        return glue.load_glue(spec.split("/", 1)[1], data_dir=data_dir)
-    if spec == "sample:rt_sentiment":
-        return sentiment.load_rt_sentiment(cache=cache, seed=seed)
-    if spec == "local":
-        return local.load_local(**local_args)
-    raise ValueError(f"Unknown task {spec!r}: use glue/NAME (one of "
-                     f"{', '.join(glue.GLUE_TASKS)}), sample:rt_sentiment or "
-                     "local (with train/validation files).")
