@@ -7,12 +7,11 @@ the command line: `--set encoder.num_layers=4`.
 """
 
 import dataclasses
-import typing
 from pathlib import Path
 
-import yaml
-
 from bert_tf import presets
+from bert_tf.config_io import (apply_overrides, from_dict, join_key as _join,
+                               read_yaml, save_config, to_dict)
 
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
 ATTENTION_KINDS = ("bidirectional", "causal")
@@ -59,6 +58,11 @@ class EncoderConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     attention: str = "bidirectional"
+
+    @classmethod
+    def from_name(cls, name):
+        """The preset `name` (a string where an encoder section goes)."""
+        return load_preset(name)
 
     def validate(self, where="encoder"):
         for key in ("vocab_size", "hidden_size", "num_layers", "num_heads",
@@ -314,118 +318,6 @@ def _check_choice(key, value, choices):
             f"{key} = {value!r}: must be one of {', '.join(choices)}.")
 
 
-def _join(prefix, key):
-    return f"{prefix}.{key}" if prefix else key
-
-
-def _coerce(value, kind, key):
-    """Checks one scalar against its annotated type (ints are valid floats)."""
-    if kind is float and isinstance(value, int) and not isinstance(
-            value, bool):
-        return float(value)
-    if kind is float and isinstance(value, str):
-        try:  # YAML 1.1 reads `1e-12` (no dot) as a string.
-            return float(value)
-        except ValueError:
-            pass
-    if kind in (int, float, str, bool):
-        if isinstance(value, kind) and not (kind is int and
-                                            isinstance(value, bool)):
-            return value
-        raise ValueError(
-            f"{key} = {value!r}: expected {kind.__name__}, got "
-            f"{type(value).__name__}.")
-    return value
-
-
-def from_dict(cls, data, where=""):
-    """Builds dataclass `cls` from a mapping, rejecting unknown keys.
-
-    A string where a nested config is expected is read as a preset name (for
-    encoders) so that `encoder: bert_tiny` works in any config file.
-
-    Args:
-        cls: the dataclass type to build.
-        data: a mapping (e.g. from `yaml.safe_load`) or None for defaults.
-        where: dotted path of `data` inside the whole config, for messages.
-
-    Example:
-    >>> from_dict(EncoderConfig, {"num_layers": 2}).num_layers
-    2
-    """
-    if data is None:
-        data = {}
-    if isinstance(data, str) and cls is EncoderConfig:
-        return load_preset(data)
-    if not isinstance(data, dict):
-        raise ValueError(
-            f"{where or 'config'}: expected a mapping of keys to values, got "
-            f"{type(data).__name__} {data!r}.")
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = [k for k in data if k not in names]
-    if unknown:
-        raise ValueError(
-            f"Unknown config key {_join(where, str(unknown[0]))!r}; valid "
-            f"keys{' under ' + repr(where) if where else ''}: "
-            f"{', '.join(names)}.")
-    kwargs = {}
-    for key, value in data.items():
-        kind = hints[key]
-        path = _join(where, key)
-        if dataclasses.is_dataclass(kind):
-            kwargs[key] = from_dict(kind, value, path)
-        else:
-            kwargs[key] = _coerce(value, kind, path)
-    return cls(**kwargs)
-
-
-def apply_overrides(data, overrides):
-    """Applies `a.b.c=value` strings to a nested dict (values parsed as YAML).
-
-    Example:
-    >>> apply_overrides({"encoder": {"num_layers": 2}},
-    ...                 ["encoder.num_layers=4"])
-    {'encoder': {'num_layers': 4}}
-    """
-    data = dict(data or {})
-    for item in overrides or ():
-        if "=" not in item:
-            raise ValueError(
-                f"Override {item!r} must look like key.path=value, e.g. "
-                "encoder.num_layers=4.")
-        path, raw = item.split("=", 1)
-        keys = path.strip().split(".")
-        node = data
-        for i, key in enumerate(keys[:-1]):
-            child = node.get(key)
-            if child is None or isinstance(child, str):
-                child = {}
-            elif not isinstance(child, dict):
-                raise ValueError(
-                    f"Override {item!r}: {'.'.join(keys[:i + 1])} is a value, "
-                    "not a section.")
-            node[key] = dict(child)
-            node = node[key]
-        node[keys[-1]] = yaml.safe_load(raw)
-    return data
-
-
-def read_yaml(path):
-    """Reads a YAML mapping, with errors that name the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Config file {path} does not exist.")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ValueError(f"Config file {path} is not valid YAML: {e}") from e
-    if data is not None and not isinstance(data, dict):
-        raise ValueError(
-            f"Config file {path} must hold a mapping at the top level.")
-    return data or {}
-
-
 def load_config(path, cls=ModelConfig, overrides=()):
     """Reads a YAML file into dataclass `cls`, applies overrides, validates.
 
@@ -446,18 +338,6 @@ def load_config(path, cls=ModelConfig, overrides=()):
         return from_dict(cls, data).validate()
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
-
-
-def to_dict(config):
-    """A config as plain nested dicts (for YAML output)."""
-    return dataclasses.asdict(config)
-
-
-def save_config(config, path):
-    """Writes a config as YAML that `load_config` reads back."""
-    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False),
-                          encoding="utf-8")
-    return path
 
 
 @dataclasses.dataclass

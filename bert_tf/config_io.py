@@ -1,0 +1,140 @@
+"""Reading configs: YAML files and `key=value` overrides into dataclasses,
+with errors that name the key and the rule; and writing them back."""
+
+import dataclasses
+import typing
+from pathlib import Path
+
+import yaml
+
+
+def join_key(prefix, key):
+    """`prefix.key` (just `key` at the top level)."""
+    return f"{prefix}.{key}" if prefix else key
+
+
+
+def _coerce(value, kind, key):
+    """Checks one scalar against its annotated type (ints are valid floats)."""
+    if kind is float and isinstance(value, int) and not isinstance(
+            value, bool):
+        return float(value)
+    if kind is float and isinstance(value, str):
+        try:  # YAML 1.1 reads `1e-12` (no dot) as a string.
+            return float(value)
+        except ValueError:
+            pass
+    if kind in (int, float, str, bool):
+        if isinstance(value, kind) and not (kind is int and
+                                            isinstance(value, bool)):
+            return value
+        raise ValueError(
+            f"{key} = {value!r}: expected {kind.__name__}, got "
+            f"{type(value).__name__}.")
+    return value
+
+
+
+def from_dict(cls, data, where=""):
+    """Builds dataclass `cls` from a mapping, rejecting unknown keys.
+
+    A string where a nested config is expected is handed to the class's
+    `from_name` (encoders read it as a preset name, so that
+    `encoder: bert_tiny` works in any config file).
+
+    Args:
+        cls: the dataclass type to build.
+        data: a mapping (e.g. from `yaml.safe_load`) or None for defaults.
+        where: dotted path of `data` inside the whole config, for messages.
+
+    Example:
+    >>> import dataclasses
+    >>> @dataclasses.dataclass
+    ... class Sizes:
+    ...     layers: int = 1
+    >>> from_dict(Sizes, {"layers": 2})
+    Sizes(layers=2)
+    """
+    if data is None:
+        data = {}
+    if isinstance(data, str) and hasattr(cls, "from_name"):
+        return cls.from_name(data)
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{where or 'config'}: expected a mapping of keys to values, got "
+            f"{type(data).__name__} {data!r}.")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = [k for k in data if k not in names]
+    if unknown:
+        raise ValueError(
+            f"Unknown config key {join_key(where, str(unknown[0]))!r}; valid "
+            f"keys{' under ' + repr(where) if where else ''}: "
+            f"{', '.join(names)}.")
+    kwargs = {}
+    for key, value in data.items():
+        kind = hints[key]
+        path = join_key(where, key)
+        if dataclasses.is_dataclass(kind):
+            kwargs[key] = from_dict(kind, value, path)
+        else:
+            kwargs[key] = _coerce(value, kind, path)
+    return cls(**kwargs)
+
+
+def apply_overrides(data, overrides):
+    """Applies `a.b.c=value` strings to a nested dict (values parsed as YAML).
+
+    Example:
+    >>> apply_overrides({"encoder": {"num_layers": 2}},
+    ...                 ["encoder.num_layers=4"])
+    {'encoder': {'num_layers': 4}}
+    """
+    data = dict(data or {})
+    for item in overrides or ():
+        if "=" not in item:
+            raise ValueError(
+                f"Override {item!r} must look like key.path=value, e.g. "
+                "encoder.num_layers=4.")
+        path, raw = item.split("=", 1)
+        keys = path.strip().split(".")
+        node = data
+        for i, key in enumerate(keys[:-1]):
+            child = node.get(key)
+            if child is None or isinstance(child, str):
+                child = {}
+            elif not isinstance(child, dict):
+                raise ValueError(
+                    f"Override {item!r}: {'.'.join(keys[:i + 1])} is a value, "
+                    "not a section.")
+            node[key] = dict(child)
+            node = node[key]
+        node[keys[-1]] = yaml.safe_load(raw)
+    return data
+
+
+def read_yaml(path):
+    """Reads a YAML mapping, with errors that name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Config file {path} does not exist.")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ValueError(f"Config file {path} is not valid YAML: {e}") from e
+    if data is not None and not isinstance(data, dict):
+        raise ValueError(
+            f"Config file {path} must hold a mapping at the top level.")
+    return data or {}
+
+
+def to_dict(config):
+    """A config as plain nested dicts (for YAML output)."""
+    return dataclasses.asdict(config)
+
+
+def save_config(config, path):
+    """Writes a config as YAML that `load_config` reads back."""
+    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False),
+                          encoding="utf-8")
+    return path
