@@ -25,6 +25,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.text.tokenizer import BertTokenizer
+from bert_tf.text.windows import gather_pieces, place, stride_windows
 
 FEATURE_NAMES = ("input_word_ids", "input_mask", "input_type_ids",
                  "example_index", "token_char_start", "token_char_end",
@@ -63,11 +64,6 @@ def byte_to_char_offsets(text, byte_starts, byte_ends):
     # A start byte is a character's first byte: its index. An end byte
     # (exclusive) is preceded by as many characters as start before it.
     return lookup(byte_starts, "right") - 1, lookup(byte_ends, "left")
-
-
-def _ragged_fill(lengths, value, dtype):
-    return tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(lengths)], tf.constant(value, dtype)), lengths)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -148,27 +144,18 @@ class QAPreprocessor(keras.layers.Layer):
         char_start, char_end = byte_to_char_offsets(context, byte_start,
                                                     byte_end)
 
-        # Windows: run_squad.py's loop in closed form, per example.
         query_len = query.row_lengths()
-        context_len = ids.row_lengths()
-        room = length - query_len - 3
-        windows = tf.where(context_len <= room, tf.ones_like(room),
-                           (context_len - room + stride - 1) // stride + 1)
-        example = tf.repeat(tf.range(tf.size(windows, tf.int64)), windows)
-        rank = tf.ragged.range(windows).flat_values
-        first = rank * stride
-        last = tf.minimum(first + tf.gather(room, example),
-                          tf.gather(context_len, example))
-        pieces = tf.ragged.range(first, last)          # [W, (n)] per example
-        flat = pieces + tf.gather(ids.row_starts(), example)[:, None]
+        windows = stride_windows(ids.row_lengths(), length - query_len - 3,
+                                 stride)
+        example, first, last = (windows[k] for k in ("example", "first",
+                                                      "last"))
 
         def take(values):
-            return tf.gather(values.flat_values, flat)
+            return gather_pieces(values, windows)
 
-        segments = [tf.gather(query, example), take(ids)]
         word_ids, type_ids = tf_text.combine_segments(
-            segments, start_of_sequence_id=vocab.cls_id,
-            end_of_segment_id=vocab.sep_id)
+            [tf.gather(query, example), take(ids)],
+            start_of_sequence_id=vocab.cls_id, end_of_segment_id=vocab.sep_id)
         word_ids, mask = tf_text.pad_model_inputs(word_ids, length,
                                                   pad_value=vocab.pad_id)
         type_ids, _ = tf_text.pad_model_inputs(type_ids, length)
@@ -177,28 +164,9 @@ class QAPreprocessor(keras.layers.Layer):
         lead = tf.gather(query_len, example) + 2
 
         def placed(values, fill=-1):
-            rows = tf.concat([_ragged_fill(lead, fill, values.dtype), values],
-                             axis=1)
-            return tf.cast(rows.to_tensor(default_value=fill,
-                                          shape=[None, length]), tf.int32)
+            return place(values, lead, length, fill)
 
-        # Max context (run_squad's _check_is_max_context), vectorized: each
-        # piece's score in each window, the best window per global piece.
-        size = tf.cast(last - first, tf.float32)[:, None]
-        local = tf.cast(pieces - first[:, None], tf.float32)
-        score = tf.minimum(local, size - 1 - local) + 0.01 * size
-        segments_id = flat.flat_values
-        pieces_total = tf.size(ids.flat_values, tf.int64)
-        best = tf.math.unsorted_segment_max(score.flat_values, segments_id,
-                                            pieces_total)
-        window_id = tf.cast(pieces.value_rowids(), tf.int64)
-        at_best = score.flat_values >= tf.gather(best, segments_id)
-        earliest = tf.math.unsorted_segment_min(
-            tf.where(at_best, window_id, tf.int64.max), segments_id,
-            pieces_total)
-        is_max = pieces.with_flat_values(tf.cast(
-            tf.equal(window_id, tf.gather(earliest, segments_id)), tf.int64))
-
+        is_max = tf.cast(windows["is_max"], tf.int64)
         features = {
             "input_word_ids": tf.cast(word_ids, tf.int32),
             "input_mask": tf.cast(mask, tf.int32),
