@@ -18,6 +18,7 @@ _EXPORTS = {
     "BertPretrainer": "bert_tf.models.pretrainer",
     "BertClassifier": "bert_tf.models.task_models",
     "BertSpanLabeler": "bert_tf.models.task_models",
+    "BertTokenClassifier": "bert_tf.models.task_models",
     "BertEmbeddings": "bert_tf.layers.embeddings",
     "TransformerBlock": "bert_tf.layers.transformer",
     "MultiHeadSelfAttention": "bert_tf.layers.transformer",

@@ -663,7 +663,7 @@ def model_checkpoint(encoder, masked_lm=None, next_sentence=None, **extra):
 
 
 _MODEL_ROOTS = ("encoder", "masked_lm", "next_sentence", "classifier",
-                "span_labeler")
+                "span_labeler", "token_classifier")
 
 
 def _variable_keys(prefix):

@@ -346,9 +346,10 @@ class TaskConfig:
 
     Args:
         kind: the task kind (`bert_tf.tasks.KINDS`): `classification`
-            (`glue/NAME`, `sample:rt_sentiment`, `local` TSV/CSV/JSONL) or
+            (`glue/NAME`, `sample:rt_sentiment`, `local` TSV/CSV/JSONL),
             `span_qa` (`squad/v1.1`, `squad/v2.0`, `sample:wnut_qa`, `local`
-            SQuAD JSON).
+            SQuAD JSON) or `tagging` (`conll2003`, `sample:wnut_ner`,
+            `local` CoNLL files).
         name: the data, as listed for `kind`.
         train_file, validation_file, test_file: local files.
         text, text_b, label: column names of local classification files
@@ -363,6 +364,10 @@ class TaskConfig:
         max_answer_length: span QA: longest answer, in word pieces.
         n_best_size: span QA: start/end candidates per window, and the
             number of answers a served model returns.
+        tag_column: tagging: the tag's column in local CoNLL files.
+        tag_scheme: tagging: `bio` (IOB2), `iob1` or `iobes` (read and
+            converted to BIO).
+        max_entities: tagging: entities a served model returns per text.
     """
 
     kind: str = "classification"
@@ -382,13 +387,18 @@ class TaskConfig:
     max_query_length: int = 64
     max_answer_length: int = 30
     n_best_size: int = 20
+    tag_column: int = -1
+    tag_scheme: str = "bio"
+    max_entities: int = 32
 
     def validate(self, where="task"):
         if self.name == "local" and not self.train_file:
             raise ValueError(f"{where}.train_file is required for a local "
                              "task.")
+        _check_choice(f"{where}.tag_scheme", self.tag_scheme,
+                      ("bio", "iob1", "iobes"))
         for key in ("doc_stride", "max_query_length", "max_answer_length",
-                    "n_best_size"):
+                    "n_best_size", "max_entities"):
             if getattr(self, key) < 1:
                 raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
                                  "must be >= 1.")

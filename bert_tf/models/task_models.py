@@ -3,7 +3,8 @@ on the encoder inputs that compiles and fits with standard Keras losses.
 
 Every task model has `encoder`, `head` and `checkpoint_heads()` (in
 checkpoints the encoder's variables live under `encoder/...`, a head's
-under its own root: `classifier/...`, `span_labeler/...`), so the trainer,
+under its own root: `classifier/...`, `span_labeler/...`,
+`token_classifier/...`), so the trainer,
 checkpoints and the exporter handle them alike.
 """
 
@@ -138,6 +139,76 @@ class BertSpanLabeler(keras.Model):
             "name": self.name,
             "trainable": self.trainable,
             "encoder": keras.saving.serialize_keras_object(self.encoder),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return from_config_with_encoder(cls, config)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertTokenClassifier(keras.Model):
+    """Token tagging (NER) with BERT: dropout + dense on every final hidden
+    state T_i, float32 logits [batch, seq, num_labels].
+
+    As in the paper, train with each word's label on its first piece and
+    a sample weight of 0 on the other pieces and the special tokens
+    (`TaggingPreprocessor` makes both).
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_labels: number of tags.
+        dropout: dropout rate before the output layer.
+
+    Example:
+    >>> import numpy as np, keras
+    >>> from bert_tf.models.encoder import BertEncoder
+    >>> model = BertTokenClassifier(BertEncoder.from_preset("bert_tiny"), 5)
+    >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
+    ...      "input_mask": np.ones((4, 8), "int32"),
+    ...      "input_type_ids": np.zeros((4, 8), "int32")}
+    >>> y, weights = np.ones((4, 8), "int32"), np.ones((4, 8), "float32")
+    >>> model.compile(optimizer=keras.optimizers.AdamW(5e-5),
+    ...               loss=keras.losses.SparseCategoricalCrossentropy(
+    ...                   from_logits=True))
+    >>> history = model.fit(x, y, sample_weight=weights, epochs=2, verbose=0)
+    >>> tuple(model.predict(x, verbose=0).shape)
+    (4, 8, 5)
+    """
+
+    def __init__(self, encoder, num_labels, dropout=0.1, **kwargs):
+        if num_labels < 1:
+            raise ValueError(f"num_labels = {num_labels}: must be >= 1.")
+        # === Layers ===
+        self.encoder = encoder
+        self.head = ClassificationHead(
+            num_labels, dropout, encoder.config.initializer_range,
+            dtype=encoder.dtype_policy, name="token_classifier")
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        sequence = encoder(inputs)["sequence_output"]
+        super().__init__(inputs=inputs, outputs=self.head(sequence), **kwargs)
+
+        # === Config ===
+        self.num_labels = num_labels
+        self.dropout = dropout
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        return super().call(select_inputs(inputs, INPUT_NAMES),
+                            training=training, mask=mask, **kwargs)
+
+    def checkpoint_heads(self):
+        """The head by checkpoint root (see `checkpoints.model_checkpoint`)."""
+        return {"token_classifier": self.head}
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_labels": self.num_labels,
+            "dropout": self.dropout,
         }
 
     @classmethod

@@ -17,6 +17,7 @@ from bert_tf.tasks.base import read_spec, restore_finetuned
 KINDS = {
     "classification": "bert_tf.tasks.classification:Classification",
     "span_qa": "bert_tf.tasks.span_qa:SpanQA",
+    "tagging": "bert_tf.tasks.tagging:Tagging",
 }
 
 

@@ -1,0 +1,271 @@
+"""Token tagging (NER): raw sentences in, entities with offsets out.
+
+Features: `TaggingPreprocessor` (whitespace words, word pieces, each word's
+label on its first piece, overlapping windows), in `tf.data` and in the
+exported graph. Model: `BertTokenClassifier`. Post-processing:
+`tagging_decoding.decode_entities` (first-piece tags, BIO -> entities as
+seqeval's default mode), called by evaluation and by the signature.
+Official metric: entity-level micro F1 (also precision, recall and F1 per
+type), equal to seqeval's default mode.
+
+Serving: `serving_default` takes `text` (tf.string [batch]) and returns
+each text's entities, padded to K (`max_entities`): `type`, `text`
+(string [batch, K]), `start`, `end` (int32 [batch, K], code points into
+the input, end exclusive), `score` (float32 [batch, K]) and `count`
+(int32 [batch]).
+"""
+
+import collections
+import weakref
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.data.batching import bucket_by_length
+from bert_tf.data.readers import wnut
+from bert_tf.data.readers.conll import load_tagging
+from bert_tf.models.encoder import INPUT_NAMES
+from bert_tf.models.task_models import BertTokenClassifier
+from bert_tf.tasks.base import Task, common_spec, string_batch
+from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
+from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
+
+NAMES = ("conll2003", "sample:wnut_ner", "local")
+OUTPUTS = ("type", "text", "start", "end", "score", "count")
+WARMUP = ("Barack Obama visited Paris on Monday .", "",
+          " ".join(["New York"] * 200))
+_TAGGERS = weakref.WeakKeyDictionary()
+
+
+def entity_scores(gold, predicted, types):
+    """Entity-level precision, recall and F1 (micro, and `f1_<type>`) from
+    sets of (sentence, type, first word, last word), in [0, 1]."""
+    def prf(g, p):
+        hit = len(g & p)
+        precision = hit / len(p) if p else 0.0
+        recall = hit / len(g) if g else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
+        return precision, recall, f1
+
+    precision, recall, f1 = prf(gold, predicted)
+    result = {"f1": f1, "precision": precision, "recall": recall}
+    for index, name in enumerate(types):
+        result[f"f1_{name}"] = prf({e for e in gold if e[1] == index},
+                                   {e for e in predicted if e[1] == index})[2]
+    return result
+
+
+class Tagging(Task):
+    """The token tagging task kind (see the module docstring)."""
+
+    kind = "tagging"
+    names = "conll2003, sample:wnut_ner or local (CoNLL files)"
+
+    @classmethod
+    def validate_config(cls, task_config, where="task"):
+        if task_config.name not in NAMES:
+            raise ValueError(f"{where}.name = {task_config.name!r}: use "
+                             f"{cls.names}.")
+
+    @classmethod
+    def load_data(cls, t):
+        return load_tagging(t.name, data_dir=t.data_dir or None, seed=t.seed,
+                            train=t.train_file, validation=t.validation_file
+                            or None, test=t.test_file or None,
+                            tag_column=t.tag_column, scheme=t.tag_scheme)
+
+    @classmethod
+    def make_spec(cls, cfg, data, encoder_config, vocab):
+        spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
+        spec.update({"labels": list(data.labels),
+                     "doc_stride": cfg.task.doc_stride,
+                     "max_entities": cfg.task.max_entities})
+        return spec
+
+    def describe(self, data):
+        train = data.split("train")
+        entities = sum(len(wnut.entity_spans(tags)) for _, tags in train)
+        return (f"{len(train):,} training sentences, {entities:,} entities "
+                f"of {len(data.types)} types ({', '.join(data.types)})")
+
+    def preprocessor(self, vocab):
+        return TaggingPreprocessor(vocab, self.spec["seq_length"],
+                                   self.spec["doc_stride"],
+                                   lower_case=self.spec["lower_case"])
+
+    def _examples(self, data, split):
+        index = {t: i for i, t in enumerate(self.spec["labels"])}
+        sentences = data.split(split)
+        unknown = {t for _, tags in sentences for t in tags} - set(index)
+        if unknown:
+            raise ValueError(f"{data.name} {split}: tags {sorted(unknown)} "
+                             f"are not among the model's labels "
+                             f"{self.spec['labels']}.")
+        texts = [" ".join(words) for words, _ in sentences]
+        labels = tf.ragged.constant([[index[t] for t in tags]
+                                     for _, tags in sentences],
+                                    dtype=tf.int32, ragged_rank=1) \
+            if sentences else tf.zeros([0, 0], tf.int32)
+        return texts, labels
+
+    def train_dataset(self, data, vocab, batch_size, seed=0,
+                      input_context=None, drop_remainder=False,
+                      dynamic_length=False):
+        texts, labels = self._examples(data, "train")
+        dataset = tf.data.Dataset.from_tensor_slices(
+            {"text": texts, "labels": labels})
+        pipelines = input_context.num_input_pipelines if input_context \
+            else 1
+        if pipelines > 1:
+            dataset = dataset.shard(pipelines,
+                                    input_context.input_pipeline_id)
+        dataset = dataset.shuffle(max(1, len(texts)), seed=seed,
+                                  reshuffle_each_iteration=True)
+        preprocessor = self.preprocessor(vocab)
+
+        def windows(batch):
+            features = preprocessor(batch["text"], batch["labels"])
+            x = {name: features[name] for name in INPUT_NAMES}
+            return tf.data.Dataset.from_tensor_slices(
+                (x, features["labels"], features["label_weights"]))
+
+        dataset = dataset.repeat().ragged_batch(64).flat_map(windows)
+        dataset = dataset.shuffle(1024, seed=seed)
+        if dynamic_length:
+            dataset = bucket_by_length(dataset, batch_size,
+                                       self.spec["seq_length"],
+                                       drop_remainder)
+        else:
+            dataset = dataset.batch(batch_size,
+                                    drop_remainder=drop_remainder)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def build_model(self, encoder):
+        return BertTokenClassifier(encoder, len(self.spec["labels"]),
+                                   dropout=self.spec["dropout"],
+                                   dtype=encoder.dtype_policy)
+
+    def compile(self, model):
+        model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True))
+
+    @property
+    def official_metric(self):
+        return "f1"
+
+    def tag_function(self, model, vocab):
+        """The traced text -> entities function evaluation and serving
+        share (featurize, forward, decode)."""
+        cached = _TAGGERS.get(model)
+        if cached is not None and cached[0] == id(vocab):
+            return cached[1]
+        function = tf.function(tag_graph(model, self.preprocessor(vocab),
+                                         self.spec), reduce_retracing=True)
+        _TAGGERS[model] = (id(vocab), function)
+        return function
+
+    def tag(self, model, vocab, texts, batch_size=32):
+        """{output: list per text} of `decode_entities` on Python strings."""
+        function = self.tag_function(model, vocab)
+        results = collections.defaultdict(list)
+        for start in range(0, len(texts), batch_size):
+            out = function(tf.constant(texts[start:start + batch_size],
+                                       tf.string))
+            for key, value in out.items():
+                results[key].extend(list(value.numpy()))
+        return dict(results)
+
+    def evaluate(self, model, data, split, vocab, batch_size,
+                 dynamic_length=False):
+        texts, gold_labels = self._examples(data, split)
+        if not texts:
+            return {}
+        out = self.tag(model, vocab, texts, batch_size)
+        labels = self.spec["labels"]
+        width = max(len(t) for t in out["tags"])
+        predicted_tags = np.stack([np.pad(t, (0, width - len(t)))
+                                   for t in out["tags"]])
+        num_words = tf.constant([len(w) for w, _ in data.split(split)],
+                                tf.int32)
+        predicted = _span_set(entity_spans(predicted_tags, num_words,
+                                           labels))
+        gold = _span_set(entity_spans(gold_labels.to_tensor(), num_words,
+                                      labels))
+        types = sorted({t[2:] for t in labels if t != "O"})
+        return entity_scores(gold, predicted, types)
+
+    def serving_module(self, model, vocab, vocab_path):
+        return TaggingModule(model, self.preprocessor(vocab), self.spec,
+                             vocab_path)
+
+    @classmethod
+    def print_predictions(cls, loaded, args, log=print):
+        texts = list(args.texts)
+        if args.input:
+            with open(args.input, encoding="utf-8", errors="replace") as f:
+                texts += [line.rstrip("\r\n") for line in f]
+        if not texts:
+            raise ValueError("Nothing to tag: give texts as arguments or "
+                             "--input FILE (one text per line).")
+        function = loaded.signatures["serving_default"]
+        for start in range(0, len(texts), args.batch_size):
+            chunk = texts[start:start + args.batch_size]
+            out = {k: v.numpy() for k, v in function(
+                text=tf.constant(chunk)).items()}
+            for i, text in enumerate(chunk):
+                found = [f"{out['type'][i][j].decode()} "
+                         f"{out['text'][i][j].decode('utf-8', 'replace')!r} "
+                         f"[{out['start'][i][j]}:{out['end'][i][j]}] "
+                         f"{out['score'][i][j]:.2f}"
+                         for j in range(out["count"][i])]
+                shown = text if len(text) <= 60 else text[:57] + "..."
+                log(f"{shown}\t" + ("; ".join(found) or "(no entities)"))
+
+
+def _span_set(spans):
+    return set(zip(*(s.numpy().tolist() for s in spans)))
+
+
+def tag_graph(model, preprocessor, spec):
+    """text -> `decode_entities` outputs (a plain function)."""
+
+    def tag(text):
+        features = preprocessor(text)
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(
+            features["input_mask"], axis=1)), 1)
+        window_features = {k: features[k][:, :longest] for k in (
+            *INPUT_NAMES, "word_index", "word_is_max")}
+        window_features.update({k: features[k] for k in (
+            "example_index", "num_words", "word_char_start", "word_char_end",
+            "word_byte_start", "word_byte_end")})
+        logits = model({k: window_features[k] for k in INPUT_NAMES},
+                       training=False)
+        return decode_entities(window_features, logits, text,
+                               spec["labels"], spec["max_entities"])
+
+    return tag
+
+
+class TaggingModule(tf.Module):
+    """The `tf.Module` that becomes the tagging SavedModel."""
+
+    def __init__(self, model, preprocessor, spec, vocab_path):
+        super().__init__(name="bert_tagger")
+        # Plain tf.Variables only (see ClassifierModule).
+        self.model_variables = [v.value for v in model.variables]
+        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+        tag = tag_graph(model, preprocessor, spec)
+
+        def serve(text):
+            out = tag(string_batch(text, "text"))
+            return {name: out[name] for name in OUTPUTS}
+
+        self.serve = tf.function(serve, input_signature=[
+            tf.TensorSpec([None], tf.string, name="text")])
+
+    def signatures(self):
+        return {"serving_default": self.serve}
+
+    def warmup_requests(self):
+        return [{"text": [text]} for text in WARMUP]

@@ -1,0 +1,130 @@
+"""Per-piece tag logits -> entities with offsets, in-graph (TF ops only).
+
+The one post-processing of token tagging: evaluation and the exported
+`serving_default` both call `decode_entities`. Each word takes the tag of
+its first piece in the window where that piece is max-context; BIO tags
+become entities as seqeval's default mode reads them: B-X always opens an
+entity, I-X continues one of type X and otherwise opens one, O closes. So
+two adjacent B-PER B-PER are two entities (tf-text's
+`boise_tags_to_offsets` would merge them).
+"""
+
+import tensorflow as tf
+
+
+def tag_tables(labels):
+    """(prefix, type) id per label: prefix 0 = O, 1 = B, 2 = I; type an
+    index into the sorted entity types (-1 for O)."""
+    types = sorted({t[2:] for t in labels if t != "O"})
+    prefix = [0 if t == "O" else (1 if t.startswith("B-") else 2)
+              for t in labels]
+    kind = [-1 if t == "O" else types.index(t[2:]) for t in labels]
+    return types, prefix, kind
+
+
+def entity_spans(tags, num_words, labels):
+    """Word spans of BIO tag ids.
+
+    Args:
+        tags: int [B, N] label ids (positions >= `num_words` ignored).
+        num_words: int [B].
+        labels: the label names in id order.
+
+    Returns:
+        (row, type id, first word, last word): int32 [E] each, entities in
+        row-major order.
+
+    Example:
+    >>> labels = ("O", "B-PER", "I-PER", "B-LOC", "I-LOC")
+    >>> spans = entity_spans(tf.constant([[1, 1, 2, 0, 4, 3]]),
+    ...                      tf.constant([6]), labels)
+    >>> [s.numpy().tolist() for s in spans]
+    [[0, 0, 0, 0], [1, 1, 0, 0], [0, 1, 4, 5], [0, 2, 4, 5]]
+    """
+    _, prefix_of, kind_of = tag_tables(labels)
+    tags = tf.cast(tags, tf.int32)
+    valid = tf.range(tf.shape(tags)[1])[None, :] < num_words[:, None]
+    prefix = tf.where(valid, tf.gather(prefix_of, tags), 0)
+    kind = tf.where(valid, tf.gather(kind_of, tags), -1)
+    before_prefix = tf.pad(prefix[:, :-1], [[0, 0], [1, 0]])
+    before_kind = tf.pad(kind[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+    after_prefix = tf.pad(prefix[:, 1:], [[0, 0], [0, 1]])
+    after_kind = tf.pad(kind[:, 1:], [[0, 0], [0, 1]], constant_values=-1)
+    opens = (prefix == 1) | ((prefix == 2) & (
+        (before_prefix == 0) | (before_kind != kind)))
+    goes_on = (after_prefix == 2) & (after_kind == kind)
+    closes = (prefix > 0) & ~goes_on
+    starts = tf.cast(tf.where(opens), tf.int32)
+    ends = tf.cast(tf.where(closes), tf.int32)
+    return (starts[:, 0], tf.gather_nd(kind, starts), starts[:, 1],
+            ends[:, 1])
+
+
+def word_predictions(features, logits):
+    """(tag id, probability) per word: int32 / float32 [B, N]."""
+    probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
+    at = tf.where(features["word_is_max"])               # [P, 2] (w, pos)
+    sentence = tf.gather(features["example_index"], at[:, 0])
+    word = tf.gather_nd(features["word_index"], at)
+    chosen = tf.gather_nd(probabilities, at)
+    shape = tf.shape(features["word_char_start"])
+    where = tf.stack([sentence, word], axis=1)
+    tags = tf.scatter_nd(where, tf.argmax(chosen, -1, tf.int32), shape)
+    scores = tf.scatter_nd(where, tf.reduce_max(chosen, -1), shape)
+    return tags, scores
+
+
+def decode_entities(features, logits, text, labels, max_entities=32):
+    """The entities of each sentence from its windows' tag logits.
+
+    Args:
+        features: a `TaggingPreprocessor` output.
+        logits: float [W, L, len(labels)].
+        text: tf.string [B], the sentences.
+        labels: the label names in id order.
+        max_entities: K, entities returned per sentence (the first K).
+
+    Returns:
+        dict: `type`, `text` (string [B, K]), `start`, `end` (int32
+        [B, K], code points into the sentence, end exclusive), `score`
+        (float32 [B, K], the mean probability of the entity's word tags),
+        all padded ("", -1, 0), and `count` (int32 [B]); plus `tags`
+        (int32 [B, N], each word's tag id) for evaluation.
+    """
+    types = tf.constant(tag_tables(labels)[0] or [""])
+    tags, scores = word_predictions(features, logits)
+    num_words = features["num_words"]
+    row, kind, first, last = entity_spans(tags, num_words, labels)
+    # Mean word probability over each span (exclusive running sums).
+    running = tf.pad(tf.math.cumsum(scores, axis=1), [[0, 0], [1, 0]])
+    total = tf.gather_nd(running, tf.stack([row, last + 1], 1)) - \
+        tf.gather_nd(running, tf.stack([row, first], 1))
+    score = total / tf.cast(last - first + 1, tf.float32)
+
+    def word_value(name, index):
+        return tf.gather_nd(features[name], tf.stack([row, index], 1))
+
+    byte_start = word_value("word_byte_start", first)
+    byte_end = word_value("word_byte_end", last)
+    entity_text = tf.strings.substr(tf.gather(text, row), byte_start,
+                                    byte_end - byte_start)
+    num_rows = tf.shape(text, out_type=tf.int64)[0]
+    row64 = tf.cast(row, tf.int64)
+
+    def padded(values, fill):
+        ragged = tf.RaggedTensor.from_value_rowids(values, row64,
+                                                   nrows=num_rows)
+        return ragged[:, :max_entities].to_tensor(
+            default_value=fill, shape=[None, max_entities])
+
+    count = tf.math.bincount(row, minlength=tf.shape(text)[0],
+                             maxlength=tf.shape(text)[0], dtype=tf.int32)
+    return {
+        "type": padded(tf.gather(types, tf.maximum(kind, 0)), ""),
+        "text": padded(entity_text, ""),
+        "start": padded(word_value("word_char_start", first), -1),
+        "end": padded(word_value("word_char_end", last), -1),
+        "score": padded(score, 0.0),
+        "count": tf.minimum(count, max_entities),
+        "tags": tags,
+    }

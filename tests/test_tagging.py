@@ -1,0 +1,240 @@
+"""Token tagging: CoNLL readers and tag schemes, word-piece windows, the
+entity metric against seqeval, the model, fine-tuning, the export
+(signature, ops, C API), hostile inputs and `bert-tf predict`."""
+
+import subprocess
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from seqeval.metrics import classification_report, f1_score
+
+from bert_tf import cli, finetune
+from bert_tf.data.readers import conll, wnut
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.task_models import BertTokenClassifier
+from bert_tf.serving import export as export_lib
+from bert_tf.tasks.tagging import entity_scores
+from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
+from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
+from test_serving import _compile_serving_check
+from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
+
+LABELS = ("O", "B-LOC", "I-LOC", "B-PER", "I-PER")
+
+
+def test_conll_files_schemes_and_docstart(tmp_path):
+    (tmp_path / "a.txt").write_text(
+        "-DOCSTART- -X- O O\n\nAnn NNP I-PER\nLee NNP I-PER\nmet VB O\n"
+        "Bob NNP I-PER\nBo NNP B-PER\n\nin IN O\nOslo NNP I-LOC\n")
+    sentences = conll.read_conll(tmp_path / "a.txt", scheme="iob1")
+    assert sentences == [
+        (["Ann", "Lee", "met", "Bob", "Bo"],
+         ["B-PER", "I-PER", "O", "B-PER", "B-PER"]),
+        (["in", "Oslo"], ["O", "B-LOC"])]
+    (tmp_path / "b.txt").write_text("New S-LOC x\nYork E-LOC x\n")
+    assert conll.read_conll(tmp_path / "b.txt", tag_column=1,
+                            scheme="iobes") == [
+        (["New", "York"], ["B-LOC", "I-LOC"])]
+    with pytest.raises(ValueError, match="a.txt:3: no column 5"):
+        conll.read_conll(tmp_path / "a.txt", tag_column=5)
+    data = conll.load_local_conll(tmp_path / "a.txt", scheme="iob1")
+    assert data.labels == ("O", "B-LOC", "I-LOC", "B-PER", "I-PER")
+
+
+def test_tfds_conll2003_through_mock_data():
+    import tensorflow_datasets as tfds
+
+    def as_dataset(self, split, **kwargs):
+        example = {"tokens": ["EU", "rejects", "German", "call"],
+                   "pos": [0, 1, 2, 3], "chunks": [0, 1, 2, 3],
+                   "ner": [3, 0, 7, 0]}
+        return tf.data.Dataset.from_tensors(example).repeat(4)
+
+    with tfds.testing.mock_data(as_dataset_fn=as_dataset):
+        data = conll.load_conll2003()
+    assert data.labels[:3] == ("O", "B-PER", "I-PER")
+    assert len(data.splits["train"]) == 4 and set(data.splits) == {
+        "train", "validation", "test"}
+    assert data.splits["test"][0] == (["EU", "rejects", "German", "call"],
+                                      ["B-ORG", "O", "B-MISC", "O"])
+
+
+def test_wnut_split_is_fixed():
+    data = conll.load_wnut_ner()
+    assert {k: len(v) for k, v in data.splits.items()} == {
+        "train": 1915, "validation": 239, "test": 240}
+    assert len(data.types) == 10
+
+
+def test_every_word_is_predicted_exactly_once(bert_vocab):
+    sentences = wnut.read_wnut()[:60]
+    texts = [" ".join(w) for w, _ in sentences]
+    pre = TaggingPreprocessor(bert_vocab, sequence_length=12, doc_stride=4)
+    out = {k: v.numpy() for k, v in pre(tf.constant(texts)).items()}
+    assert out["input_word_ids"].shape[0] > 3 * len(texts)
+    seen = {}
+    for w in range(out["input_word_ids"].shape[0]):
+        for position in np.flatnonzero(out["word_is_max"][w]):
+            key = (out["example_index"][w], out["word_index"][w, position])
+            seen[key] = seen.get(key, 0) + 1
+    expected = {(i, j) for i, (words, _) in enumerate(sentences)
+                for j in range(len(words))}
+    assert set(seen) == expected and set(seen.values()) == {1}
+    for i, (words, _) in enumerate(sentences):
+        for j, word in enumerate(words):
+            start, end = out["word_char_start"][i, j], out["word_char_end"][
+                i, j]
+            assert texts[i][start:end] == word
+
+
+def _random_tags(rng, count, length):
+    return rng.integers(0, len(LABELS), size=(count, length))
+
+
+def test_entity_metric_equals_seqeval_on_tricky_sequences():
+    rng = np.random.default_rng(0)
+    gold = _random_tags(rng, 200, 12)
+    predicted = _random_tags(rng, 200, 12)
+    # I- without B-, adjacent same-type B-, an entity at the very end.
+    gold[0] = [4, 4, 0, 3, 3, 4, 1, 2, 2, 0, 0, 1]
+    predicted[0] = [4, 4, 0, 3, 4, 4, 1, 2, 0, 2, 0, 1]
+    lengths = rng.integers(1, 13, size=200)
+    lengths[0] = 12
+    num_words = tf.constant(lengths, tf.int32)
+
+    def spans(tags):
+        return set(zip(*(s.numpy().tolist() for s in entity_spans(
+            tf.constant(tags), num_words, LABELS))))
+
+    ours = entity_scores(spans(gold), spans(predicted), ["LOC", "PER"])
+
+    def names(tags):
+        return [[LABELS[t] for t in row[:n]] for row, n in zip(tags,
+                                                                lengths)]
+
+    assert ours["f1"] == pytest.approx(f1_score(names(gold),
+                                                names(predicted)))
+    report = classification_report(names(gold), names(predicted),
+                                   output_dict=True)
+    for kind in ("LOC", "PER"):
+        assert ours[f"f1_{kind}"] == pytest.approx(report[kind]["f1-score"])
+    assert ours["precision"] == pytest.approx(
+        report["micro avg"]["precision"])
+    assert ours["recall"] == pytest.approx(report["micro avg"]["recall"])
+
+
+def test_decoded_entities_equal_seqeval_across_window_edges(bert_vocab):
+    """Random logits over real tweets in tiny windows: entities cut by a
+    window edge are still whole words' tags; our decoding of the word tags
+    equals seqeval's reading of the same tags."""
+    sentences = wnut.read_wnut()[:80]
+    texts = [" ".join(w) for w, _ in sentences]
+    pre = TaggingPreprocessor(bert_vocab, sequence_length=10, doc_stride=3)
+    features = pre(tf.constant(texts))
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=tuple(features["input_word_ids"].shape) + (
+        len(LABELS),)).astype("float32") * 3
+    out = decode_entities(features, logits, tf.constant(texts), LABELS,
+                          max_entities=64)
+    tags = out["tags"].numpy()
+    seq = [[LABELS[t] for t in tags[i, :len(words)]]
+           for i, (words, _) in enumerate(sentences)]
+    from seqeval.metrics.sequence_labeling import get_entities
+    for i, row in enumerate(seq):
+        expected = [(kind, start, end) for kind, start, end in
+                    get_entities(row)]
+        found = [(out["type"][i, j].numpy().decode(), ) for j in range(
+            out["count"][i])]
+        assert [e[0] for e in expected] == [f[0] for f in found]
+        words = sentences[i][0]
+        for j, (_, start, end) in enumerate(expected):
+            assert out["text"][i, j].numpy().decode() == " ".join(
+                words[start:end + 1])
+
+
+def test_token_classifier_saves_and_loads(tmp_path):
+    model = BertTokenClassifier(BertEncoder(**ENCODER), 5)
+    x = {"input_word_ids": np.full((2, 7), 6, "int32"),
+         "input_mask": np.ones((2, 7), "int32"),
+         "input_type_ids": np.zeros((2, 7), "int32")}
+    model.save(tmp_path / "tagger.keras")
+    loaded = keras.saving.load_model(tmp_path / "tagger.keras")
+    np.testing.assert_allclose(loaded(x), model(x), atol=1e-6)
+    assert set(model.checkpoint_heads()) == {"token_classifier"}
+
+
+@pytest.fixture(scope="module")
+def tag_run(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tagging")
+    write_toy_tagging(directory)
+    result = finetune.run(toy_tagging_config(directory), log=lambda *a: None)
+    return directory, result
+
+
+@pytest.fixture(scope="module")
+def tag_export(tag_run, tmp_path_factory):
+    directory, _ = tag_run
+    out = tmp_path_factory.mktemp("tag_export") / "toy_ner" / "1"
+    report = export_lib.export_model(directory / "run", out,
+                                     log=lambda *a: None)
+    return out, report
+
+
+def test_finetune_learns_entities(tag_run):
+    _, result = tag_run
+    assert result.best["metric"] == "f1" and result.best["value"] >= 0.8
+    assert result.test["f1"] >= 0.8 and "f1_PER" in result.test
+
+
+def test_export_returns_entities_with_offsets(tag_export):
+    out, report = tag_export
+    assert report["kind"] == "tagging"
+    signature = export_lib.load_exported(out).signatures["serving_default"]
+    assert set(signature.structured_outputs) == {
+        "type", "text", "start", "end", "score", "count"}
+    assert "RegexSplitWithOffsets" in export_lib.audit_ops(out)["tf_text"]
+    texts = ["Ann met Cleo in Paris .", "Dan went to Rome", "Zoë Ann"]
+    result = {k: v.numpy() for k, v in signature(
+        text=tf.constant(texts)).items()}
+    assert result["type"].shape == (3, 32)
+    for i, text in enumerate(texts):
+        for j in range(result["count"][i]):
+            assert text[result["start"][i, j]:result["end"][i, j]] == \
+                result["text"][i, j].decode()
+    assert "PER" in [t.decode() for t in result["type"][0]]
+
+
+def test_hostile_inputs_give_entities_or_none(tag_export):
+    signature = export_lib.load_exported(tag_export[0]).signatures[
+        "serving_default"]
+    texts = [b"", b"   \t ", b"Ann \xff in \xc3 Oslo",
+             " ".join(["Ann went to Oslo ."] * 2000).encode(),
+             "😀 東京 Zoë مرحبا Ann".encode()]
+    result = {k: v.numpy() for k, v in signature(
+        text=tf.constant(texts)).items()}
+    assert list(result["count"][:2]) == [0, 0]
+    assert result["count"][3] == 32  # the first K of thousands
+    assert np.isfinite(result["score"]).all()
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Shape of tensor"):
+        signature(text=tf.constant("Ann"))
+
+
+def test_c_api_and_predict_cli(tag_export, tmp_path, capsys):
+    out = tag_export[0]
+    binary = _compile_serving_check(tmp_path)
+    libraries = [a for lib in export_lib.tf_text_op_libraries()
+                 for a in ("-l", str(lib))]
+    result = subprocess.run(
+        [str(binary), *libraries, str(out), "Ann met Bob in Oslo", ""],
+        capture_output=True, text=True, timeout=300,
+        env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("count=") and lines[1] == "count=0"
+    assert cli.main(["predict", "--model", str(out),
+                     "Ann met Bob in Oslo"]) == 0
+    printed = capsys.readouterr().out
+    assert "Ann met Bob in Oslo\t" in printed and "[" in printed
