@@ -18,6 +18,10 @@
    imported MiniLM, exports a SavedModel that takes a question and a
    context, answers three real test questions through it and prints the
    test EM/F1.
+8. Named entities on real annotations (WNUT-16): fine-tunes the imported
+   MiniLM as a tagger, exports a SavedModel that takes sentences and
+   returns entities with offsets, tags three real test tweets through it
+   and prints the test entity F1.
 """
 
 import collections
@@ -243,6 +247,36 @@ def question_answering(output_dir):
     return result, out
 
 
+def tagging(output_dir):
+    """WNUT-16 NER from MiniLM: fine-tune, export, tag; (result, export)."""
+    from bert_tf import finetune
+    from bert_tf.serving.export import export_model, load_exported
+
+    _section("Named entities on real annotations: WNUT-16 from MiniLM")
+    cfg = finetune.load(CONFIGS / "wnut_ner_minilm.yaml", [
+        f"trainer.model_dir={output_dir / 'wnut_ner_minilm'}",
+        f"init=hf:{samples.fetch('minilm')}"])
+    result = finetune.run(cfg)
+    out = output_dir / "export" / "wnut_ner" / "1"
+    export_model(result.best_dir, out, overwrite=True)
+    served = load_exported(out).signatures["serving_default"]
+    texts = ["Watching the Seattle Seahawks game with Mike in Portland",
+             "Just got the new iPhone from the Apple store on 5th Avenue",
+             "nothing to see here"]
+    entities = served(text=tf.constant(texts))
+    for i, text in enumerate(texts):
+        found = [f"{entities['type'][i][j].numpy().decode()} "
+                 f"{entities['text'][i][j].numpy().decode()!r} "
+                 f"[{entities['start'][i][j]}:{entities['end'][i][j]}]"
+                 for j in range(entities["count"][i])]
+        print(f"{text}\n  -> {'; '.join(found) or '(no entities)'}")
+    t = result.test
+    print(f"WNUT-16 test (240 tweets): entity F1 {100 * t['f1']:.1f} "
+          f"(precision {100 * t['precision']:.1f}, recall "
+          f"{100 * t['recall']:.1f}); {result.seconds / 60:.1f} minutes")
+    return result, out
+
+
 def summary(output_dir, results, export_dir):
     _section("Summary: RT movie-review sentiment (1,057 held-out test "
              "sentences)")
@@ -286,7 +320,7 @@ def main(output_dir="demo_out"):
     # A rerun trains afresh (a finished run directory would just be
     # restored, and one from an older bert_tf may not fit at all).
     stale = [output_dir / "pretrain", *output_dir.glob("rt_sentiment_*"),
-             *output_dir.glob("wnut_qa_*")]
+             *output_dir.glob("wnut_qa_*"), *output_dir.glob("wnut_ner_*")]
     for directory in (d for d in stale if d.is_dir()):
         shutil.rmtree(directory)
         print(f"removed the previous demo run {directory}")
@@ -301,11 +335,12 @@ def main(output_dir="demo_out"):
     export_dir = serve(output_dir, results)
     summary(output_dir, results, export_dir)
     _, qa_export = question_answering(output_dir)
+    _, ner_export = tagging(output_dir)
     _section("Done")
     root = output_dir.resolve()
     print(f"{(time.time() - start) / 60:.1f} minutes; converted checkpoints "
           f"in {root}/{{minilm,antiberty}}, pre-training in {root}/pretrain, "
-          f"fine-tuning in {root}/rt_sentiment_* and {root}/wnut_qa_minilm; "
-          f"SavedModels: {export_dir.resolve()} (sentiment), "
-          f"{qa_export.resolve()} (QA), TF Serving config "
-          f"{root}/export/models.config")
+          f"fine-tuning in {root}/rt_sentiment_*, {root}/wnut_qa_minilm and "
+          f"{root}/wnut_ner_minilm; SavedModels: {export_dir.resolve()} "
+          f"(sentiment), {qa_export.resolve()} (QA), {ner_export.resolve()} "
+          f"(entities), TF Serving config {root}/export/models.config")
