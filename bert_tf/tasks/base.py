@@ -11,6 +11,7 @@ returns (`serving_module`). Everything it must remember for export lives in
 its spec (`task.yaml` beside the best weights).
 """
 
+import dataclasses
 from pathlib import Path
 
 import tensorflow as tf
@@ -34,6 +35,7 @@ class Task:
 
     kind = ""
     names = ""
+    data_names = ()  # accepted task.name values; "x/" accepts any x/NAME
 
     def __init__(self, spec):
         self.spec = dict(spec)
@@ -44,7 +46,11 @@ class Task:
     def validate_config(cls, task_config, where="task"):
         """Raises a ValueError naming the key when `task_config` (a
         `TaskConfig`) does not describe data of this kind."""
-        raise NotImplementedError
+        name = task_config.name
+        if not any(name == known or (known.endswith("/") and
+                                     name.startswith(known))
+                   for known in cls.data_names):
+            raise ValueError(f"{where}.name = {name!r}: use {cls.names}.")
 
     @classmethod
     def load_data(cls, task_config):
@@ -107,10 +113,34 @@ class Task:
         raise NotImplementedError
 
 
+class TaskModule(tf.Module):
+    """Base of the `tf.Module` each task kind exports: it tracks the
+    model's plain variables and the vocab asset; subclasses set
+    `self.serve` (the `serving_default` function) and `warmup_inputs`.
+
+    Only the plain tf.Variables under the Keras variables are tracked: a
+    tracked Keras model would add a second copy of each variable that
+    TF1-style loaders (TF Serving, the C API) restore while the functions
+    read the first, uninitialized one.
+    """
+
+    warmup_inputs = ()
+
+    def __init__(self, model, vocab_path, name):
+        super().__init__(name=name)
+        self.model_variables = [v.value for v in model.variables]
+        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+
+    def signatures(self):
+        return {"serving_default": self.serve}
+
+    def warmup_requests(self):
+        """`serving_default` inputs TF Serving replays at load time."""
+        return [dict(inputs) for inputs in self.warmup_inputs]
+
+
 def common_spec(cfg, data, encoder_config, vocab, kind):
     """The spec keys every task kind has."""
-    import dataclasses
-
     return {
         "kind": kind,
         "task": data.name,

@@ -20,7 +20,7 @@ import tensorflow as tf
 from bert_tf.data.readers import load_task, task_dataset
 from bert_tf.data.readers.metrics import compute
 from bert_tf.models.task_models import BertClassifier
-from bert_tf.tasks.base import (Task, common_spec, read_spec,
+from bert_tf.tasks.base import (Task, TaskModule, common_spec, read_spec,
                                 restore_finetuned, same_batch, string_batch)
 from bert_tf.text.preprocessor import BertPreprocessor
 
@@ -74,13 +74,8 @@ class Classification(Task):
 
     kind = "classification"
     names = "glue/NAME, sample:rt_sentiment or local"
+    data_names = ("glue/", "sample:rt_sentiment", "local")
 
-    @classmethod
-    def validate_config(cls, task_config, where="task"):
-        name = task_config.name
-        if not (name == "local" or name.startswith("glue/") or
-                name == "sample:rt_sentiment"):
-            raise ValueError(f"{where}.name = {name!r}: use {cls.names}.")
 
     @classmethod
     def load_data(cls, t):
@@ -189,7 +184,7 @@ def load_classifier(directory, dtype=None):
     return model, spec, vocab
 
 
-class ClassifierModule(tf.Module):
+class ClassifierModule(TaskModule):
     """The `tf.Module` that becomes the classifier's SavedModel.
 
     Args:
@@ -201,15 +196,11 @@ class ClassifierModule(tf.Module):
     """
 
     def __init__(self, model, preprocessor, labels, pair, vocab_path):
-        super().__init__(name="bert_classifier")
-        # Only the plain tf.Variables under the Keras variables are
-        # tracked: a tracked Keras model would add a second copy of each
-        # variable that TF1-style loaders (TF Serving, the C API) restore
-        # while the functions read the first, uninitialized one.
-        self.model_variables = [v.value for v in model.variables]
+        super().__init__(model, vocab_path, name="bert_classifier")
         self.label_names = tf.constant(list(labels) or [""])
-        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
-        self.pair = pair
+        self.warmup_inputs = [
+            {"text": [text], **({"text_b": [text]} if pair else {})}
+            for text in WARMUP_TEXTS]
         regression = not labels
         label_names = self.label_names
 
@@ -248,13 +239,3 @@ class ClassifierModule(tf.Module):
     def signatures(self):
         return {"serving_default": self.serve, "preprocess": self.preprocess,
                 "encode": self.encode}
-
-    def warmup_requests(self):
-        """`serving_default` inputs TF Serving replays at load time."""
-        requests = []
-        for text in WARMUP_TEXTS:
-            inputs = {"text": [text]}
-            if self.pair:
-                inputs["text_b"] = [text]
-            requests.append(inputs)
-        return requests

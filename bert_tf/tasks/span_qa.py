@@ -28,12 +28,12 @@ from bert_tf.data.batching import bucket_by_length
 from bert_tf.data.readers.squad import load_qa, qa_dataset
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.models.task_models import BertSpanLabeler
-from bert_tf.tasks.base import Task, common_spec, same_batch, string_batch
+from bert_tf.tasks.base import (Task, TaskModule, common_spec, same_batch,
+                                string_batch)
 from bert_tf.tasks.span_decoding import decode_answers
 from bert_tf.tasks.squad_metrics import squad_v1, squad_v2
 from bert_tf.text.qa_preprocessor import QAPreprocessor
 
-NAMES = ("squad/v1.1", "squad/v2.0", "sample:wnut_qa", "local")
 WARMUP = (("Who wrote it?", "It was written by Ann Lee in 1999."),
           ("", ""),
           ("Where?", " ".join(["The river runs north to the sea."] * 80)))
@@ -45,12 +45,7 @@ class SpanQA(Task):
 
     kind = "span_qa"
     names = "squad/v1.1, squad/v2.0, sample:wnut_qa or local (SQuAD JSON)"
-
-    @classmethod
-    def validate_config(cls, task_config, where="task"):
-        if task_config.name not in NAMES:
-            raise ValueError(f"{where}.name = {task_config.name!r}: use "
-                             f"{cls.names}.")
+    data_names = ("squad/v1.1", "squad/v2.0", "sample:wnut_qa", "local")
 
     @classmethod
     def load_data(cls, t):
@@ -255,15 +250,14 @@ def answer_graph(model, preprocessor, spec):
     return answer
 
 
-class SpanQAModule(tf.Module):
+class SpanQAModule(TaskModule):
     """The `tf.Module` that becomes the QA SavedModel (see the module
     docstring for the signature)."""
 
+    warmup_inputs = [{"question": [q], "context": [c]} for q, c in WARMUP]
+
     def __init__(self, model, preprocessor, spec, vocab_path):
-        super().__init__(name="bert_span_qa")
-        # Plain tf.Variables only (see ClassifierModule).
-        self.model_variables = [v.value for v in model.variables]
-        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+        super().__init__(model, vocab_path, name="bert_span_qa")
         answer = answer_graph(model, preprocessor, spec)
 
         def serve(question, context):
@@ -276,9 +270,3 @@ class SpanQAModule(tf.Module):
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="question"),
             tf.TensorSpec([None], tf.string, name="context")])
-
-    def signatures(self):
-        return {"serving_default": self.serve}
-
-    def warmup_requests(self):
-        return [{"question": [q], "context": [c]} for q, c in WARMUP]

@@ -27,11 +27,10 @@ from bert_tf.data.readers import wnut
 from bert_tf.data.readers.conll import load_tagging
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.models.task_models import BertTokenClassifier
-from bert_tf.tasks.base import Task, common_spec, string_batch
+from bert_tf.tasks.base import Task, TaskModule, common_spec, string_batch
 from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
 from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
 
-NAMES = ("conll2003", "sample:wnut_ner", "local")
 OUTPUTS = ("type", "text", "start", "end", "score", "count")
 WARMUP = ("Barack Obama visited Paris on Monday .", "",
           " ".join(["New York"] * 200))
@@ -75,12 +74,7 @@ class Tagging(Task):
 
     kind = "tagging"
     names = "conll2003, sample:wnut_ner or local (CoNLL files)"
-
-    @classmethod
-    def validate_config(cls, task_config, where="task"):
-        if task_config.name not in NAMES:
-            raise ValueError(f"{where}.name = {task_config.name!r}: use "
-                             f"{cls.names}.")
+    data_names = ("conll2003", "sample:wnut_ner", "local")
 
     @classmethod
     def load_data(cls, t):
@@ -261,14 +255,13 @@ def tag_graph(model, preprocessor, spec):
     return tag
 
 
-class TaggingModule(tf.Module):
+class TaggingModule(TaskModule):
     """The `tf.Module` that becomes the tagging SavedModel."""
 
+    warmup_inputs = [{"text": [text]} for text in WARMUP]
+
     def __init__(self, model, preprocessor, spec, vocab_path):
-        super().__init__(name="bert_tagger")
-        # Plain tf.Variables only (see ClassifierModule).
-        self.model_variables = [v.value for v in model.variables]
-        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+        super().__init__(model, vocab_path, name="bert_tagger")
         tag = tag_graph(model, preprocessor, spec)
 
         def serve(text):
@@ -277,9 +270,3 @@ class TaggingModule(tf.Module):
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="text")])
-
-    def signatures(self):
-        return {"serving_default": self.serve}
-
-    def warmup_requests(self):
-        return [{"text": [text]} for text in WARMUP]
