@@ -32,3 +32,37 @@ def bucket_by_length(dataset, batch_size, sequence_length,
             (x, *rest))
 
     return dataset.map(trim)
+
+
+def window_batches(examples, size, to_windows, batch_size, sequence_length,
+                   seed=0, input_context=None, drop_remainder=False,
+                   dynamic_length=False):
+    """Endless shuffled training batches of windows made from examples.
+
+    Examples are sharded per input pipeline, shuffled each epoch, turned
+    into windows 64 at a time by `to_windows` (a batch of examples -> a
+    `tf.data.Dataset` of `(features, labels[, weights])` windows), mixed
+    (the windows of one long text arrive together) and batched, by length
+    when `dynamic_length`.
+
+    Args:
+        examples: a `tf.data.Dataset` of example dicts (ragged fields
+            allowed).
+        size: number of examples (the shuffle buffer).
+        to_windows, batch_size, sequence_length, seed, input_context,
+        drop_remainder, dynamic_length: as described above and in
+        `bucket_by_length`.
+    """
+    pipelines = input_context.num_input_pipelines if input_context else 1
+    if pipelines > 1:
+        examples = examples.shard(pipelines, input_context.input_pipeline_id)
+    dataset = examples.shuffle(max(1, min(size, 100_000)), seed=seed,
+                               reshuffle_each_iteration=True)
+    dataset = dataset.repeat().ragged_batch(64).flat_map(to_windows)
+    dataset = dataset.shuffle(1024, seed=seed)
+    if dynamic_length:
+        dataset = bucket_by_length(dataset, batch_size, sequence_length,
+                                   drop_remainder)
+    else:
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -76,7 +76,6 @@ class Classification(Task):
     names = "glue/NAME, sample:rt_sentiment or local"
     data_names = ("glue/", "sample:rt_sentiment", "local")
 
-
     @classmethod
     def load_data(cls, t):
         return load_task(

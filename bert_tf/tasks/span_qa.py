@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import bucket_by_length
+from bert_tf.data.batching import window_batches
 from bert_tf.data.readers.squad import load_qa, qa_dataset
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.models.task_models import BertSpanLabeler
@@ -93,14 +93,6 @@ class SpanQA(Task):
                       input_context=None, drop_remainder=False,
                       dynamic_length=False):
         examples = data.split("train")
-        dataset = qa_dataset(examples)
-        pipelines = input_context.num_input_pipelines if input_context \
-            else 1
-        if pipelines > 1:
-            dataset = dataset.shard(pipelines,
-                                    input_context.input_pipeline_id)
-        dataset = dataset.shuffle(max(1, min(len(examples), 100_000)),
-                                  seed=seed, reshuffle_each_iteration=True)
         preprocessor = self.preprocessor(vocab)
 
         def windows(batch):
@@ -112,17 +104,10 @@ class SpanQA(Task):
                  "end_logits": features["end_positions"]}
             return tf.data.Dataset.from_tensor_slices((x, y))
 
-        dataset = dataset.repeat().batch(64).flat_map(windows)
-        # Windows of one long context arrive together: mix them.
-        dataset = dataset.shuffle(1024, seed=seed)
-        if dynamic_length:
-            dataset = bucket_by_length(dataset, batch_size,
-                                       self.spec["seq_length"],
-                                       drop_remainder)
-        else:
-            dataset = dataset.batch(batch_size,
-                                    drop_remainder=drop_remainder)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return window_batches(
+            qa_dataset(examples), len(examples), windows, batch_size,
+            self.spec["seq_length"], seed, input_context, drop_remainder,
+            dynamic_length)
 
     def build_model(self, encoder):
         return BertSpanLabeler(encoder, dtype=encoder.dtype_policy)

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import bucket_by_length
+from bert_tf.data.batching import window_batches
 from bert_tf.data.readers import wnut
 from bert_tf.data.readers.conll import load_tagging
 from bert_tf.models.encoder import INPUT_NAMES
@@ -121,15 +121,6 @@ class Tagging(Task):
                       input_context=None, drop_remainder=False,
                       dynamic_length=False):
         texts, labels = self._examples(data, "train")
-        dataset = tf.data.Dataset.from_tensor_slices(
-            {"text": texts, "labels": labels})
-        pipelines = input_context.num_input_pipelines if input_context \
-            else 1
-        if pipelines > 1:
-            dataset = dataset.shard(pipelines,
-                                    input_context.input_pipeline_id)
-        dataset = dataset.shuffle(max(1, len(texts)), seed=seed,
-                                  reshuffle_each_iteration=True)
         preprocessor = self.preprocessor(vocab)
 
         def windows(batch):
@@ -138,16 +129,11 @@ class Tagging(Task):
             return tf.data.Dataset.from_tensor_slices(
                 (x, features["labels"], features["label_weights"]))
 
-        dataset = dataset.repeat().ragged_batch(64).flat_map(windows)
-        dataset = dataset.shuffle(1024, seed=seed)
-        if dynamic_length:
-            dataset = bucket_by_length(dataset, batch_size,
-                                       self.spec["seq_length"],
-                                       drop_remainder)
-        else:
-            dataset = dataset.batch(batch_size,
-                                    drop_remainder=drop_remainder)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return window_batches(
+            tf.data.Dataset.from_tensor_slices({"text": texts,
+                                                "labels": labels}),
+            len(texts), windows, batch_size, self.spec["seq_length"], seed,
+            input_context, drop_remainder, dynamic_length)
 
     def build_model(self, encoder):
         return BertTokenClassifier(encoder, len(self.spec["labels"]),
