@@ -139,6 +139,18 @@ class TaskModule(tf.Module):
         return [dict(inputs) for inputs in self.warmup_inputs]
 
 
+def command_line_texts(args, rule="one text per line"):
+    """`bert-tf predict`'s texts: the arguments, then `--input`'s lines."""
+    texts = list(args.texts)
+    if args.input:
+        with open(args.input, encoding="utf-8", errors="replace") as f:
+            texts += [line.rstrip("\r\n") for line in f]
+    if not texts:
+        raise ValueError(f"Nothing to predict: give texts as arguments or "
+                         f"--input FILE ({rule}).")
+    return texts
+
+
 def common_spec(cfg, data, encoder_config, vocab, kind):
     """The spec keys every task kind has."""
     return {

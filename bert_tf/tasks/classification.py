@@ -20,8 +20,9 @@ import tensorflow as tf
 from bert_tf.data.readers import load_task, task_dataset
 from bert_tf.data.readers.metrics import compute
 from bert_tf.models.task_models import BertClassifier
-from bert_tf.tasks.base import (Task, TaskModule, common_spec, read_spec,
-                                restore_finetuned, same_batch, string_batch)
+from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
+                                common_spec, read_spec, restore_finetuned,
+                                same_batch, string_batch)
 from bert_tf.text.preprocessor import BertPreprocessor
 
 WARMUP_TEXTS = ("a gripping, beautifully acted film",
@@ -140,14 +141,8 @@ class Classification(Task):
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
-        texts = list(args.texts)
-        if args.input:
-            with open(args.input, encoding="utf-8", errors="replace") as f:
-                texts += [line.rstrip("\r\n") for line in f]
-        if not texts:
-            raise ValueError("Nothing to predict: give texts as arguments or "
-                             "--input FILE (one text per line; TAB separates "
-                             "the two texts of a pair).")
+        texts = command_line_texts(args, "one text per line; TAB separates "
+                                           "the two texts of a pair")
         function = loaded.signatures["serving_default"]
         pair = "text_b" in function.structured_input_signature[1]
         for start in range(0, len(texts), args.batch_size):

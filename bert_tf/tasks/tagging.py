@@ -27,7 +27,8 @@ from bert_tf.data.readers import wnut
 from bert_tf.data.readers.conll import load_tagging
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.models.task_models import BertTokenClassifier
-from bert_tf.tasks.base import Task, TaskModule, common_spec, string_batch
+from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
+                                common_spec, string_batch)
 from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
 from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
 
@@ -195,13 +196,7 @@ class Tagging(Task):
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
-        texts = list(args.texts)
-        if args.input:
-            with open(args.input, encoding="utf-8", errors="replace") as f:
-                texts += [line.rstrip("\r\n") for line in f]
-        if not texts:
-            raise ValueError("Nothing to tag: give texts as arguments or "
-                             "--input FILE (one text per line).")
+        texts = command_line_texts(args)
         function = loaded.signatures["serving_default"]
         for start in range(0, len(texts), args.batch_size):
             chunk = texts[start:start + args.batch_size]
