@@ -49,7 +49,7 @@ def main():
     parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
 
-    from bert_tf import checkpoints, config, presets
+    from bert_tf import checkpoints, config
     from bert_tf.data import samples
     from bert_tf.data.readers.sentiment import read_rt_snippets
     from bert_tf.models.encoder import BertEncoder

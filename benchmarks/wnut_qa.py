@@ -24,7 +24,6 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf.data.readers import squad, wnut  # noqa: E402

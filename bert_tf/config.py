@@ -10,8 +10,10 @@ import dataclasses
 from pathlib import Path
 
 from bert_tf import presets
-from bert_tf.config_io import (apply_overrides, from_dict, join_key as _join,
-                               read_yaml, save_config, to_dict)
+# save_config and to_dict are re-exported: bert_tf.config is the API.
+from bert_tf.config_io import (  # noqa: F401
+    apply_overrides, from_dict, join_key as _join, read_yaml, save_config,
+    to_dict)
 
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
 ATTENTION_KINDS = ("bidirectional", "causal")

@@ -185,16 +185,16 @@ def finetuning(output_dir, pretrain_dir, vocab_path):
     from bert_tf import finetune
 
     results = []
-    for name, config in RUNS:
+    for name, run in RUNS:
         _section(f"Fine-tuning RT sentiment: {name}")
-        overrides = [f"trainer.model_dir={output_dir / config}"]
-        if config == "rt_sentiment_random":
+        overrides = [f"trainer.model_dir={output_dir / run}"]
+        if run == "rt_sentiment_random":
             overrides.append(f"vocab={vocab_path}")
-        if config == "rt_sentiment_tiny":
+        if run == "rt_sentiment_tiny":
             overrides.append(f"init={pretrain_dir}")
-        if config == "rt_sentiment_minilm":
+        if run == "rt_sentiment_minilm":
             overrides.append(f"init=hf:{samples.fetch('minilm')}")
-        cfg = finetune.load(CONFIGS / f"{config}.yaml", overrides)
+        cfg = finetune.load(CONFIGS / f"{run}.yaml", overrides)
         results.append((name, finetune.run(cfg)))
     return results
 

@@ -1,9 +1,7 @@
-"""A plain Python/NumPy span decoder with the original `run_squad.py`'s
+"""A plain Python span decoder with the original `run_squad.py`'s
 rules (`write_predictions`), used only in tests to check the in-graph
 decoder. Loops over windows and candidates exactly as the original does;
 the one shared change is that padding positions are not candidates."""
-
-import numpy as np
 
 
 def _best_indexes(logits, mask, n_best_size):
