@@ -3,9 +3,26 @@ with errors that name the key and the rule; and writing them back."""
 
 import dataclasses
 import typing
+import warnings
 from pathlib import Path
 
 import yaml
+
+# The files of a bert_tf model directory (what `bert-tf convert` and
+# pre-training write, fine-tuning's best model adds task.yaml).
+CONFIG_FILE = "config.yaml"
+VOCAB_FILE = "vocab.txt"
+WEIGHTS_PREFIX = "model.ckpt"
+# The foreign checkpoint formats (`init: <source>:PATH`, `bert-tf convert
+# --from`); bert_tf.checkpoints has one reader per source.
+CHECKPOINT_SOURCES = ("hf", "tf1", "garden")
+
+
+def check_choice(key, value, choices):
+    """Raises a ValueError naming `key` unless `value` is in `choices`."""
+    if value not in choices:
+        raise ValueError(
+            f"{key} = {value!r}: must be one of {', '.join(choices)}.")
 
 
 def join_key(prefix, key):
@@ -63,6 +80,7 @@ def from_dict(cls, data, where=""):
         raise ValueError(
             f"{where or 'config'}: expected a mapping of keys to values, got "
             f"{type(data).__name__} {data!r}.")
+    data = _renamed(cls, data, where)
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = [k for k in data if k not in names]
@@ -80,6 +98,28 @@ def from_dict(cls, data, where=""):
         else:
             kwargs[key] = _coerce(value, kind, path)
     return cls(**kwargs)
+
+
+def _renamed(cls, data, where):
+    """`data` with the deprecated keys of `cls.RENAMED_KEYS` moved to their
+    new names, warning once per key."""
+    renamed = getattr(cls, "RENAMED_KEYS", {})
+    if not any(old in data for old in renamed):
+        return data
+    data = dict(data)
+    for old, new in renamed.items():
+        if old not in data:
+            continue
+        if new in data:
+            raise ValueError(
+                f"{join_key(where, old)} and {join_key(where, new)} are both "
+                f"set; {old!r} is the old name of {new!r}: keep only "
+                f"{new!r}.")
+        warnings.warn(f"Config key {join_key(where, old)!r} is deprecated: "
+                      f"it is now {join_key(where, new)!r}.", FutureWarning,
+                      stacklevel=3)
+        data[new] = data.pop(old)
+    return data
 
 
 def apply_overrides(data, overrides):
@@ -113,15 +153,22 @@ def apply_overrides(data, overrides):
     return data
 
 
-def read_yaml(path):
-    """Reads a YAML mapping, with errors that name the file."""
+def parse_config_file(path, parse, errors, language):
+    """`parse` of a config file's text; a missing file or text `parse`
+    rejects (raising one of `errors`) is an error that names the file."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Config file {path} does not exist.")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ValueError(f"Config file {path} is not valid YAML: {e}") from e
+        return parse(path.read_text(encoding="utf-8"))
+    except (*errors, UnicodeDecodeError) as e:
+        raise ValueError(
+            f"Config file {path} is not valid {language}: {e}") from e
+
+
+def read_yaml(path):
+    """Reads a YAML mapping, with errors that name the file."""
+    data = parse_config_file(path, yaml.safe_load, (yaml.YAMLError,), "YAML")
     if data is not None and not isinstance(data, dict):
         raise ValueError(
             f"Config file {path} must hold a mapping at the top level.")

@@ -8,6 +8,7 @@ from keras import ops
 from bert_tf.layers.heads import MaskedLMHead, NextSentenceHead
 from bert_tf.losses import (global_sum, masked_lm_loss,
                             next_sentence_loss, scale_for_replicas)
+from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder, encoder_inputs,
                                     from_config_with_encoder, select_inputs)
 
@@ -15,7 +16,7 @@ PRETRAINING_INPUT_NAMES = INPUT_NAMES + ("masked_lm_positions",)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainer(keras.Model):
+class BertPretrainer(CheckpointLayout, keras.Model):
     """BERT with its two pre-training tasks.
 
     Takes a feature dict with `input_word_ids`, `input_mask`,
@@ -51,6 +52,8 @@ class BertPretrainer(keras.Model):
     >>> sorted(history.history)
     ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
     """
+
+    CHECKPOINT_ROOTS = ("masked_lm", "next_sentence")
 
     def __init__(self, encoder, nsp=True, **kwargs):
         config = encoder.config
@@ -120,11 +123,10 @@ class BertPretrainer(keras.Model):
         return scale_for_replicas(loss)
 
     def checkpoint_heads(self):
-        """The heads by checkpoint root (see `checkpoints.model_checkpoint`)."""
-        heads = {"masked_lm": self.masked_lm}
-        if self.next_sentence is not None:
-            heads["next_sentence"] = self.next_sentence
-        return heads
+        """The heads by checkpoint root (see `models/checkpoint_layout.py`)."""
+        return {root: head for root, head in zip(
+            self.CHECKPOINT_ROOTS, (self.masked_lm, self.next_sentence))
+            if head is not None}
 
     def get_config(self):
         return {

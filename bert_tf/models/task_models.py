@@ -1,22 +1,22 @@
 """Task models: an encoder plus a small head, each a functional Keras model
 on the encoder inputs that compiles and fits with standard Keras losses.
 
-Every task model has `encoder`, `head` and `checkpoint_heads()` (in
-checkpoints the encoder's variables live under `encoder/...`, a head's
-under its own root: `classifier/...`, `span_labeler/...`,
-`token_classifier/...`), so the trainer,
-checkpoints and the exporter handle them alike.
+Every task model has `encoder`, `head`, a `CHECKPOINT_ROOT` (its head's
+root in checkpoints, see `models/checkpoint_layout.py`) and
+`checkpoint_heads()`, so the trainer, checkpoints and the exporter handle
+them alike.
 """
 
 import keras
 
 from bert_tf.layers.heads import ClassificationHead, SpanHead
+from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
                                     from_config_with_encoder, select_inputs)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertClassifier(keras.Model):
+class BertClassifier(CheckpointLayout, keras.Model):
     """Sentence or sentence-pair classification (or regression) with BERT.
 
     Dropout + dense on the encoder's pooled `[CLS]` output, as in the paper.
@@ -43,6 +43,8 @@ class BertClassifier(keras.Model):
     (4, 2)
     """
 
+    CHECKPOINT_ROOT = "classifier"
+
     def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
         if num_classes < 1:
             raise ValueError(f"num_classes = {num_classes}: must be >= 1 "
@@ -51,7 +53,7 @@ class BertClassifier(keras.Model):
         self.encoder = encoder
         self.head = ClassificationHead(
             num_classes, dropout, encoder.config.initializer_range,
-            dtype=encoder.dtype_policy, name="classifier")
+            dtype=encoder.dtype_policy, name=self.CHECKPOINT_ROOT)
 
         # === Functional model ===
         inputs = encoder_inputs()
@@ -67,8 +69,8 @@ class BertClassifier(keras.Model):
                             training=training, mask=mask, **kwargs)
 
     def checkpoint_heads(self):
-        """The head by checkpoint root (see `checkpoints.model_checkpoint`)."""
-        return {"classifier": self.head}
+        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
+        return {self.CHECKPOINT_ROOT: self.head}
 
     def get_config(self):
         return {
@@ -85,7 +87,7 @@ class BertClassifier(keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertSpanLabeler(keras.Model):
+class BertSpanLabeler(CheckpointLayout, keras.Model):
     """Extractive question answering (SQuAD) with BERT.
 
     The paper's start vector S and end vector E on every final hidden state:
@@ -115,11 +117,14 @@ class BertSpanLabeler(keras.Model):
     (4, 8)
     """
 
+    CHECKPOINT_ROOT = "span_labeler"
+
     def __init__(self, encoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
         self.head = SpanHead(encoder.config.initializer_range,
-                             dtype=encoder.dtype_policy, name="span_labeler")
+                             dtype=encoder.dtype_policy,
+                             name=self.CHECKPOINT_ROOT)
 
         # === Functional model ===
         inputs = encoder_inputs()
@@ -131,8 +136,8 @@ class BertSpanLabeler(keras.Model):
                             training=training, mask=mask, **kwargs)
 
     def checkpoint_heads(self):
-        """The head by checkpoint root (see `checkpoints.model_checkpoint`)."""
-        return {"span_labeler": self.head}
+        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
+        return {self.CHECKPOINT_ROOT: self.head}
 
     def get_config(self):
         return {
@@ -147,7 +152,7 @@ class BertSpanLabeler(keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(CheckpointLayout, keras.Model):
     """Token tagging (NER) with BERT: dropout + dense on every final hidden
     state T_i, float32 logits [batch, seq, num_labels].
 
@@ -176,6 +181,8 @@ class BertTokenClassifier(keras.Model):
     (4, 8, 5)
     """
 
+    CHECKPOINT_ROOT = "token_classifier"
+
     def __init__(self, encoder, num_labels, dropout=0.1, **kwargs):
         if num_labels < 1:
             raise ValueError(f"num_labels = {num_labels}: must be >= 1.")
@@ -183,7 +190,7 @@ class BertTokenClassifier(keras.Model):
         self.encoder = encoder
         self.head = ClassificationHead(
             num_labels, dropout, encoder.config.initializer_range,
-            dtype=encoder.dtype_policy, name="token_classifier")
+            dtype=encoder.dtype_policy, name=self.CHECKPOINT_ROOT)
 
         # === Functional model ===
         inputs = encoder_inputs()
@@ -199,8 +206,8 @@ class BertTokenClassifier(keras.Model):
                             training=training, mask=mask, **kwargs)
 
     def checkpoint_heads(self):
-        """The head by checkpoint root (see `checkpoints.model_checkpoint`)."""
-        return {"token_classifier": self.head}
+        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
+        return {self.CHECKPOINT_ROOT: self.head}
 
     def get_config(self):
         return {
@@ -214,3 +221,6 @@ class BertTokenClassifier(keras.Model):
     @classmethod
     def from_config(cls, config):
         return from_config_with_encoder(cls, config)
+
+
+TASK_MODELS = (BertClassifier, BertSpanLabeler, BertTokenClassifier)

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.config import OptimizerConfig  # noqa: F401 (re-export)
+from bert_tf.training import keras_compat
 
 # Variable names (Keras 3 `variable.name`) that get no weight decay:
 # LayerNorm gamma/beta and every bias, as in the original BERT.
@@ -96,10 +97,10 @@ class FusedAdamW(keras.optimizers.AdamW):
         self._slices, sizes = {}, {True: 0, False: 0}
         for variable in var_list:
             decay = bool(self.weight_decay) and \
-                self._use_weight_decay(variable)
+                keras_compat.uses_weight_decay(self, variable)
             size = int(np.prod(variable.shape))
-            self._slices[self._var_key(variable)] = (decay, sizes[decay],
-                                                     size)
+            self._slices[keras_compat.variable_key(self, variable)] = (
+                decay, sizes[decay], size)
             sizes[decay] += size
         self._flat_moments = {}
         for decay in (True, False):
@@ -109,6 +110,7 @@ class FusedAdamW(keras.optimizers.AdamW):
                     self.add_variable((sizes[decay],), name=f"m_{group}"),
                     self.add_variable((sizes[decay],), name=f"v_{group}"))
 
+    # The two private hooks of keras_compat.OPTIMIZER_HOOKS:
     def _apply_weight_decay(self, variables):
         pass  # fused into the update
 
@@ -119,11 +121,10 @@ class FusedAdamW(keras.optimizers.AdamW):
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
         variables = [v.value if isinstance(v, keras.Variable) else v
                      for v in trainable_variables]
-        grads_and_vars = self._all_reduce_sum_gradients(
-            list(zip(grads, variables)))
-        tf.__internal__.distribute.interim.maybe_merge_call(
-            self._distributed_fused_update, self._distribution_strategy,
-            grads_and_vars, learning_rate)
+        grads_and_vars = keras_compat.all_reduce_gradients(
+            self, list(zip(grads, variables)))
+        keras_compat.merge_call(self._distributed_fused_update, self,
+                                grads_and_vars, learning_rate)
 
     def _distributed_fused_update(self, distribution, grads_and_vars,
                                   learning_rate):
@@ -150,7 +151,8 @@ class FusedAdamW(keras.optimizers.AdamW):
         # of them, unless some got none) share one elementwise update.
         runs = {}
         for grad, variable in zip(grads, variables):
-            decay, start, size = self._slices[self._var_key(variable)]
+            decay, start, size = self._slices[
+                keras_compat.variable_key(self, variable)]
             runs.setdefault(decay, []).append((start, size, grad, variable))
         for decay, entries in runs.items():
             entries.sort(key=lambda e: e[0])

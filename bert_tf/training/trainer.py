@@ -17,7 +17,8 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from bert_tf import checkpoints
+from bert_tf.config_io import WEIGHTS_PREFIX
+from bert_tf.training import keras_compat
 from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
 
 
@@ -42,7 +43,8 @@ class NonFiniteLossError(RuntimeError):
 
 
 class Trainer:
-    """Trains a `BertPretrainer`-like model with its own `compute_loss`.
+    """Trains a model with `encoder`, `checkpoint_roots()` and its loss
+(`compute_loss`, own or compiled): a `BertPretrainer` or a task model.
 
     Args:
         strategy: a `tf.distribute.Strategy`.
@@ -65,9 +67,30 @@ class Trainer:
         log: where text lines go.
 
     Example:
-    >>> trainer = Trainer(strategy, model_fn, optimizer_fn,
-    ...                   dataset_fn, TrainerConfig())  # doctest: +SKIP
-    >>> trainer.train()                                  # doctest: +SKIP
+    >>> from bert_tf.models.encoder import BertEncoder
+    >>> from bert_tf.models.task_models import BertClassifier
+    >>> def model_fn():
+    ...     model = BertClassifier(BertEncoder(vocab_size=20, hidden_size=8,
+    ...         num_layers=1, num_heads=2, intermediate_size=16), 2)
+    ...     model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+    ...         from_logits=True))
+    ...     return model
+    >>> def dataset_fn(context):
+    ...     x = {"input_word_ids": tf.ones([4, 6], tf.int32),
+    ...          "input_mask": tf.ones([4, 6], tf.int32),
+    ...          "input_type_ids": tf.zeros([4, 6], tf.int32)}
+    ...     return tf.data.Dataset.from_tensors((x, tf.ones([4]))).repeat()
+    >>> trainer = Trainer(
+    ...     tf.distribute.get_strategy(), model_fn,
+    ...     lambda: keras.optimizers.AdamW(0.01), dataset_fn,
+    ...     TrainerConfig(model_dir=str(example_files.tmp / "trainer"),
+    ...                   train_steps=4, steps_per_loop=2), log=print)
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()) as progress:
+    ...     results = trainer.train()
+    >>> results["loss"] < 0.69, progress.getvalue().splitlines()[-1]
+    ... # doctest: +ELLIPSIS
+    (True, 'wrote checkpoint ...trainer/checkpoints/ckpt-4')
     """
 
     def __init__(self, strategy, model_fn, optimizer_fn, train_dataset_fn,
@@ -91,7 +114,7 @@ class Trainer:
                 self.model.optimizer = self.optimizer
                 spec = train_dataset_fn(
                     tf.distribute.InputContext()).element_spec
-                self.model._symbolic_build(data_batch=spec)
+                keras_compat.build_compiled(self.model, spec)
             self.step = tf.Variable(
                 0, dtype=tf.int64, trainable=False, name="global_step",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -102,7 +125,6 @@ class Trainer:
         self.best_metric = best_metric
         self.best = None
         self.history, self.eval_history = [], []  # this process's loops
-        heads = self.model.checkpoint_heads()
         # Dropout draws from Keras seed generators whose state is not a
         # weight; without it a resumed run would drop different units.
         dropout_seeds = tf.train.Checkpoint(**{
@@ -111,15 +133,15 @@ class Trainer:
                 if v.path.endswith("seed_generator_state"))})
         state = dict(optimizer=self.optimizer, global_step=self.step,
                      dropout_seeds=dropout_seeds)
-        if isinstance(self.iterator, tf.__internal__.tracking.Trackable):
+        if keras_compat.is_trackable(self.iterator):
             state["train_iterator"] = self.iterator
         else:
             log("note: this strategy's input iterator cannot be "
                 "checkpointed; a resumed run restarts the data order")
-        self.checkpoint = checkpoints.model_checkpoint(
-            self.model.encoder, **heads, **state)
-        self._model_only = checkpoints.model_checkpoint(self.model.encoder,
-                                                        **heads)
+        self.checkpoint = tf.train.Checkpoint(
+            **self.model.checkpoint_roots(), **state)
+        self._model_only = tf.train.Checkpoint(
+            **self.model.checkpoint_roots())
         # Every worker takes part in saving; only the chief keeps the files
         # (the others write to a scratch directory of their own).
         self.is_chief = _is_chief(strategy)
@@ -298,7 +320,7 @@ class Trainer:
         self._model_only.write(staging)
         for path in self.best_dir.glob("staging.ckpt*"):
             path.replace(self.best_dir / path.name.replace(
-                "staging.ckpt", checkpoints.WEIGHTS_PREFIX))
+                "staging.ckpt", WEIGHTS_PREFIX))
 
     def save(self):
         step = int(self.step.numpy())
@@ -323,8 +345,7 @@ class Trainer:
         start_step = int(self.step.numpy())
         self._saved_step = start_step if self.manager.latest_checkpoint \
             else None
-        progbar = keras.utils.Progbar(config.train_steps, stateful_metrics=[
-            "loss", "mlm_accuracy", "nsp_accuracy", "accuracy", "examples/s"])
+        progbar = keras.utils.Progbar(config.train_steps)
         progbar.update(start_step)
         results = {}
         while int(self.step.numpy()) < config.train_steps:
@@ -354,8 +375,11 @@ class Trainer:
                 self.optimizer.learning_rate)
             self._write_scalars("train", results, step)
             self.history.append(dict(results, step=step))
-            progbar.update(step, [(k, v) for k, v in results.items()
-                                  if k in progbar.stateful_metrics])
+            # The model's own metrics, each a value of this loop.
+            shown = [(k, v) for k, v in results.items()
+                     if k != "learning_rate"]
+            progbar.stateful_metrics.update(k for k, _ in shown)
+            progbar.update(step, shown)
             if step % config.checkpoint_every == 0 or \
                     step >= config.train_steps:
                 self.save()

@@ -1,0 +1,136 @@
+"""The canonical form every foreign format is read into, and its map onto
+our layers.
+
+Canonical weights are a dict from the original TF1 BERT variable names
+(`bert/encoder/layer_0/attention/self/query/kernel`,
+`cls/predictions/output_bias`, ...) to numpy arrays in the TF1 layouts.
+One table (`model_spec`) maps those names onto our layers, in both
+directions.
+"""
+
+import numpy as np
+
+COPY, TRANSPOSE, QKV = "copy", "transpose", "qkv"
+
+
+def model_spec(encoder, masked_lm=None, next_sentence=None):
+    """(canonical names, our variable, how they relate) for every weight."""
+    emb = encoder.embeddings
+    spec = [
+        (["bert/embeddings/word_embeddings"], emb.word_embeddings.embeddings,
+         COPY),
+        (["bert/embeddings/token_type_embeddings"],
+         emb.type_embeddings.embeddings, COPY),
+        (["bert/embeddings/position_embeddings"],
+         emb.position_embeddings.embeddings, COPY),
+        (["bert/embeddings/LayerNorm/gamma"], emb.layer_norm.gamma, COPY),
+        (["bert/embeddings/LayerNorm/beta"], emb.layer_norm.beta, COPY),
+    ]
+    for i, block in enumerate(encoder.transformer_layers):
+        p = f"bert/encoder/layer_{i}/"
+        attn = p + "attention/self/"
+        spec += [
+            ([attn + n + "/kernel" for n in ("query", "key", "value")],
+             block.attention.qkv.kernel, QKV),
+            ([attn + n + "/bias" for n in ("query", "key", "value")],
+             block.attention.qkv.bias, QKV),
+            ([p + "attention/output/dense/kernel"],
+             block.attention.output_dense.kernel, COPY),
+            ([p + "attention/output/dense/bias"],
+             block.attention.output_dense.bias, COPY),
+            ([p + "attention/output/LayerNorm/gamma"],
+             block.attention_norm.gamma, COPY),
+            ([p + "attention/output/LayerNorm/beta"],
+             block.attention_norm.beta, COPY),
+            ([p + "intermediate/dense/kernel"], block.intermediate.kernel,
+             COPY),
+            ([p + "intermediate/dense/bias"], block.intermediate.bias, COPY),
+            ([p + "output/dense/kernel"], block.output_dense.kernel, COPY),
+            ([p + "output/dense/bias"], block.output_dense.bias, COPY),
+            ([p + "output/LayerNorm/gamma"], block.output_norm.gamma, COPY),
+            ([p + "output/LayerNorm/beta"], block.output_norm.beta, COPY),
+        ]
+    spec += [
+        (["bert/pooler/dense/kernel"], encoder.pooler.kernel, COPY),
+        (["bert/pooler/dense/bias"], encoder.pooler.bias, COPY),
+    ]
+    if masked_lm is not None:
+        spec += [
+            (["cls/predictions/transform/dense/kernel"],
+             masked_lm.transform.kernel, COPY),
+            (["cls/predictions/transform/dense/bias"],
+             masked_lm.transform.bias, COPY),
+            (["cls/predictions/transform/LayerNorm/gamma"],
+             masked_lm.layer_norm.gamma, COPY),
+            (["cls/predictions/transform/LayerNorm/beta"],
+             masked_lm.layer_norm.beta, COPY),
+            (["cls/predictions/output_bias"], masked_lm.output_bias, COPY),
+        ]
+    if next_sentence is not None:
+        # TF1 stores the NSP weights as [2, H] (used with transpose_b).
+        spec += [
+            (["cls/seq_relationship/output_weights"],
+             next_sentence.dense.kernel, TRANSPOSE),
+            (["cls/seq_relationship/output_bias"], next_sentence.dense.bias,
+             COPY),
+        ]
+    return spec
+
+
+def export_weights(encoder, masked_lm=None, next_sentence=None):
+    """Our weights as a canonical dict (original TF1 names and layouts).
+
+    Example:
+    >>> from bert_tf.models.encoder import BertEncoder
+    >>> weights = export_weights(BertEncoder.from_preset("bert_tiny"))
+    >>> weights["bert/encoder/layer_0/attention/self/query/kernel"].shape
+    (128, 128)
+    """
+    weights = {}
+    for names, variable, kind in model_spec(encoder, masked_lm,
+                                             next_sentence):
+        value = np.asarray(variable.numpy())
+        if kind == QKV:
+            for name, part in zip(names, np.split(value, 3, axis=-1)):
+                weights[name] = part
+        elif kind == TRANSPOSE:
+            weights[names[0]] = value.T
+        else:
+            weights[names[0]] = value
+    return weights
+
+
+def assign_weights(weights, encoder, masked_lm=None, next_sentence=None,
+                   source="checkpoint"):
+    """Loads a canonical weight dict into our layers, all-or-nothing.
+
+    Every expected name must be present with the expected shape; otherwise a
+    ValueError names the variable (and `source`) and nothing is assigned.
+    """
+    values = []
+    for names, variable, kind in model_spec(encoder, masked_lm,
+                                             next_sentence):
+        missing = [n for n in names if n not in weights]
+        if missing:
+            raise ValueError(
+                f"{source} has no variable {missing[0]!r}, which a "
+                f"{encoder.config.num_layers}-layer encoder"
+                f"{' with its pre-training heads' if masked_lm else ''} "
+                "needs: the checkpoint and its config do not belong "
+                "together.")
+        parts = [np.asarray(weights[n]) for n in names]
+        if kind == QKV:
+            value = np.concatenate(parts, axis=-1)
+        elif kind == TRANSPOSE:
+            value = parts[0].T
+        else:
+            value = parts[0]
+        if tuple(value.shape) != tuple(variable.shape):
+            got = " + ".join(str(tuple(p.shape)) for p in parts)
+            raise ValueError(
+                f"{source}: variable {names[0]!r} has shape {got}, but the "
+                f"config asks for {tuple(variable.shape)} (as {kind}); the "
+                "checkpoint and its config do not belong together.")
+        values.append((variable, value))
+    for variable, value in values:
+        variable.assign(value.astype(variable.dtype))

@@ -1,0 +1,73 @@
+"""`bert-tf convert`: a foreign checkpoint (HF, TF1, Model Garden) into a
+bert_tf checkpoint directory."""
+
+from pathlib import Path
+
+from bert_tf.checkpoints.canonical import assign_weights
+from bert_tf.checkpoints.garden import read_garden
+from bert_tf.checkpoints.hf import read_hf
+from bert_tf.checkpoints.native import (Pretrained, check_vocab_size,
+                                        save_pretrained)
+from bert_tf.checkpoints.tf1 import read_tf1
+from bert_tf.config_io import CHECKPOINT_SOURCES, VOCAB_FILE
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.pretrainer import BertPretrainer
+from bert_tf.text.vocab import read_vocab
+
+READERS = dict(zip(CHECKPOINT_SOURCES, (read_hf, read_tf1, read_garden)))
+SOURCES = CHECKPOINT_SOURCES
+
+
+def find_vocab(path):
+    path = Path(path)
+    directory = path if path.is_dir() else path.parent
+    for candidate in (directory / VOCAB_FILE, directory.parent / VOCAB_FILE):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"No vocab.txt next to {path}; pass --vocab PATH.")
+
+
+def convert(source, input_path, output_dir, vocab_path=None, log=print):
+    """Converts a foreign checkpoint into a bert_tf checkpoint directory.
+
+    Args:
+        source: `hf`, `tf1` or `garden`.
+        input_path: the checkpoint (see `read_hf`, `read_tf1`,
+            `read_garden`).
+        output_dir: where config.yaml, vocab.txt and model.ckpt.* go.
+        vocab_path: vocab.txt (default: found next to the input).
+        log: where progress lines go.
+
+    Returns:
+        a `Pretrained` with the converted models.
+    """
+    if source not in READERS:
+        raise ValueError(f"Unknown checkpoint source {source!r}; choose one "
+                         f"of {', '.join(SOURCES)}.")
+    config, weights, ignored = READERS[source](input_path)
+    vocab_path = Path(vocab_path) if vocab_path else find_vocab(input_path)
+    vocab = read_vocab(vocab_path)
+    check_vocab_size(vocab, config, vocab_path)
+    encoder = BertEncoder.from_config_object(config)
+    pretrainer = None
+    if "cls/predictions/output_bias" in weights:
+        pretrainer = BertPretrainer(
+            encoder, nsp="cls/seq_relationship/output_bias" in weights)
+        assign_weights(weights, encoder, pretrainer.masked_lm,
+                       pretrainer.next_sentence, source=str(input_path))
+    else:
+        assign_weights(weights, encoder, source=str(input_path))
+    if ignored:
+        log(f"Ignored {len(ignored)} variable(s) that are not part of BERT: "
+            f"{', '.join(ignored[:8])}{' ...' if len(ignored) > 8 else ''}")
+    written = save_pretrained(output_dir, encoder, vocab, pretrainer)
+    heads = ("encoder + masked-LM head" +
+             (" + NSP head" if pretrainer and pretrainer.nsp else "")
+             if pretrainer else "encoder")
+    log(f"Converted {source} checkpoint {input_path} ({heads}, "
+        f"L={config.num_layers} H={config.hidden_size} A={config.num_heads}, "
+        f"{encoder.count_params():,} encoder parameters)")
+    for path in written:
+        log(f"  wrote {path}")
+    return Pretrained(config, vocab, encoder, pretrainer, Path(output_dir))

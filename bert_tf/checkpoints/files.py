@@ -1,0 +1,45 @@
+"""Finding the files of a checkpoint on disk."""
+
+from pathlib import Path
+
+import tensorflow as tf
+
+
+def find_file(directory, names, what):
+    for name in names:
+        if (directory / name).is_file():
+            return directory / name
+    raise FileNotFoundError(
+        f"No {what} in {directory} (looked for {', '.join(names)}).")
+
+
+def checkpoint_prefix(path, default_names):
+    """Resolves a directory or a file prefix to a readable checkpoint."""
+    path = Path(path)
+    if path.is_dir():
+        latest = tf.train.latest_checkpoint(str(path))
+        if latest:
+            return Path(latest)
+        for name in default_names:
+            if (path / f"{name}.index").is_file():
+                return path / name
+        indexes = sorted(path.glob("*.index"))
+        if indexes:
+            return indexes[0].with_suffix("")
+        raise FileNotFoundError(f"No TensorFlow checkpoint (*.index) in "
+                                f"{path}.")
+    if path.suffix in (".index",) or ".data-" in path.name:
+        path = path.with_suffix("") if path.suffix == ".index" else \
+            path.parent / path.name.split(".data-")[0]
+    if not Path(str(path) + ".index").is_file():
+        raise FileNotFoundError(f"TensorFlow checkpoint {path} does not exist "
+                                f"(no {path}.index).")
+    return path
+
+
+def read_checkpoint(prefix):
+    try:
+        return tf.train.load_checkpoint(str(prefix))
+    except (tf.errors.OpError, ValueError) as e:
+        detail = getattr(e, "message", str(e))
+        raise ValueError(f"Cannot read checkpoint {prefix}: {detail}") from None

@@ -1,0 +1,109 @@
+"""HF transformers BERT weights: safetensors or PyTorch .bin."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from bert_tf.checkpoints.files import find_file
+from bert_tf.checkpoints.json_config import encoder_config_from_json
+from bert_tf.checkpoints.torch_zip import read_torch_state_dict
+
+_HF_RULES = [(re.compile(pattern), target, transpose) for pattern, target,
+             transpose in [
+    (r"embeddings\.word_embeddings\.weight", "embeddings/word_embeddings",
+     False),
+    (r"embeddings\.position_embeddings\.weight",
+     "embeddings/position_embeddings", False),
+    (r"embeddings\.token_type_embeddings\.weight",
+     "embeddings/token_type_embeddings", False),
+    (r"(embeddings|encoder\.layer\.\d+\.attention\.output|"
+     r"encoder\.layer\.\d+\.output|cls\.predictions\.transform)"
+     r"\.LayerNorm\.(weight|gamma)", r"\1/LayerNorm/gamma", False),
+    (r"(embeddings|encoder\.layer\.\d+\.attention\.output|"
+     r"encoder\.layer\.\d+\.output|cls\.predictions\.transform)"
+     r"\.LayerNorm\.(bias|beta)", r"\1/LayerNorm/beta", False),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.weight",
+     r"encoder/layer_\1/attention/self/\2/kernel", True),
+    (r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.bias",
+     r"encoder/layer_\1/attention/self/\2/bias", False),
+    (r"encoder\.layer\.(\d+)\.(attention\.output|intermediate|output)"
+     r"\.dense\.weight", r"encoder/layer_\1/\2/dense/kernel", True),
+    (r"encoder\.layer\.(\d+)\.(attention\.output|intermediate|output)"
+     r"\.dense\.bias", r"encoder/layer_\1/\2/dense/bias", False),
+    (r"pooler\.dense\.weight", "pooler/dense/kernel", True),
+    (r"pooler\.dense\.bias", "pooler/dense/bias", False),
+    (r"cls\.predictions\.transform\.dense\.weight",
+     "cls/predictions/transform/dense/kernel", True),
+    (r"cls\.predictions\.transform\.dense\.bias",
+     "cls/predictions/transform/dense/bias", False),
+    (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
+    (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights",
+     False),
+    (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias",
+     False),
+]]
+# Present in HF files but carrying nothing new (buffers, tied copies).
+_HF_REDUNDANT = re.compile(
+    r"(embeddings\.position_ids|cls\.predictions\.decoder\.(weight|bias))$")
+
+
+def hf_name_to_canonical(name):
+    """HF parameter name -> (canonical name, transpose?) or None.
+
+    Example:
+    >>> hf_name_to_canonical("bert.encoder.layer.3.output.dense.weight")
+    ('bert/encoder/layer_3/output/dense/kernel', True)
+    """
+    short = name[len("bert."):] if name.startswith("bert.") else name
+    for pattern, target, transpose in _HF_RULES:
+        if pattern.fullmatch(short):
+            canonical = pattern.sub(target, short).replace(".", "/")
+            canonical = re.sub(r"layer/(\d+)/", r"layer_\1/", canonical)
+            if not canonical.startswith("cls/"):
+                canonical = "bert/" + canonical
+            return canonical, transpose
+    return None
+
+
+def read_hf(path):
+    """Reads HF BERT weights (`BertModel`, `BertForPreTraining`,
+    `BertForMaskedLM`, or any model with a `bert.` trunk).
+
+    Args:
+        path: a directory with `config.json` and `model.safetensors` or
+            `pytorch_model.bin`, or one of those weight files.
+
+    Returns:
+        (EncoderConfig, canonical weights dict, list of ignored names).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"HF checkpoint {path} does not exist.")
+    directory = path if path.is_dir() else path.parent
+    weights_file = path if path.is_file() else find_file(
+        directory, ("model.safetensors", "pytorch_model.bin"),
+        "HF weights file")
+    config = encoder_config_from_json(
+        find_file(directory, ("config.json",), "HF config.json"), "hf")
+    if weights_file.suffix == ".safetensors":
+        from safetensors.numpy import load_file
+        try:
+            tensors = load_file(str(weights_file))
+        except Exception as e:  # safetensors raises its own error types.
+            raise ValueError(
+                f"{weights_file} is not a readable safetensors file: {e}"
+            ) from None
+    else:
+        tensors = read_torch_state_dict(weights_file)
+    weights, ignored = {}, []
+    for name, value in tensors.items():
+        mapped = hf_name_to_canonical(name)
+        if mapped is None:
+            if not _HF_REDUNDANT.search(name):
+                ignored.append(name)
+            continue
+        canonical, transpose = mapped
+        value = np.asarray(value, dtype=np.float32)
+        weights[canonical] = value.T if transpose else value
+    return config, weights, ignored
