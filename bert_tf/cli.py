@@ -4,6 +4,8 @@ import argparse
 import os
 import sys
 
+from bert_tf.config_io import CHECKPOINT_SOURCES
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -107,10 +109,18 @@ def _predict(args):
         loaded, args)
 
 
-def _demo(args):
-    from bert_tf import demo
+def demo_script():
+    """`examples/demo.py` of this installation (not part of the library)."""
+    from bert_tf import presets
 
-    demo.main(output_dir=args.output)
+    return presets.shared_dir() / "examples" / "demo.py"
+
+
+def _demo(args):
+    import runpy
+
+    runpy.run_path(str(demo_script()), run_name="bert_tf_demo")["main"](
+        output_dir=args.output)
 
 
 def _add_corpus_arguments(parser):
@@ -158,7 +168,7 @@ def build_parser():
         "convert", help="import a foreign checkpoint into a bert_tf "
                         "checkpoint directory")
     p.add_argument("--from", dest="source", required=True,
-                   choices=("hf", "tf1", "garden"),
+                   choices=CHECKPOINT_SOURCES,
                    help="hf: config.json + model.safetensors or "
                         "pytorch_model.bin; tf1: bert_config.json + "
                         "bert_model.ckpt; garden: Model Garden BertEncoderV2 "
@@ -242,7 +252,14 @@ def build_parser():
     p.add_argument("--batch-size", type=int, default=64)
     p.set_defaults(func=_predict)
 
-    p = sub.add_parser("demo", help="the main job (what `make demo` runs)")
+    try:
+        script = demo_script()
+    except FileNotFoundError as error:
+        script = f"(not found: {error})"
+    p = sub.add_parser("demo", help="the main job (what `make demo` runs)",
+                       description=f"Runs {script}: the guided tour of "
+                       "bert_tf (pre-training, fine-tuning, export, QA, "
+                       "tagging) on real data and weights.")
     p.add_argument("--output", default="demo_out",
                    help="directory for what the demo writes")
     p.set_defaults(func=_demo)

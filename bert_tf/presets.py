@@ -2,22 +2,29 @@
 
 The YAML files are the single source of the sizes. They are found next to
 the package in a source checkout, or under `<prefix>/share/bert_tf/configs`
-after a regular (non-editable) install.
+after a regular (non-editable) install, beside the other shipped data
+(`configs/finetune`, `configs/pretrain`, the demo in `examples/`).
 """
 
 import sys
 from pathlib import Path
 
 
-def configs_dir():
-    """The `configs/` directory this installation reads."""
-    for candidate in (Path(__file__).resolve().parents[1] / "configs",
-                      Path(sys.prefix) / "share" / "bert_tf" / "configs"):
-        if (candidate / "models").is_dir():
+def shared_dir():
+    """The directory holding `configs/` and `examples/`: the source
+    checkout, or `<prefix>/share/bert_tf` of an installed package."""
+    for candidate in (Path(__file__).resolve().parents[1],
+                      Path(sys.prefix) / "share" / "bert_tf"):
+        if (candidate / "configs" / "models").is_dir():
             return candidate
     raise FileNotFoundError(
         "bert_tf cannot find its configs/ directory (looked next to the "
         f"package and under {sys.prefix}/share/bert_tf); reinstall bert_tf.")
+
+
+def configs_dir():
+    """The `configs/` directory this installation reads."""
+    return shared_dir() / "configs"
 
 
 def available():

@@ -7,7 +7,8 @@ Nothing from bert_tf is used here except the asset fetcher.
 
     make parity-fixtures      # installs torch + transformers, runs this
 
-Writes tests/fixtures/minilm_reference.npz and antiberty_reference.npz.
+Writes examples/reference/minilm_reference.npz and antiberty_reference.npz
+(read by the parity tests and the demo).
 """
 
 import sys
@@ -23,7 +24,7 @@ from transformers.models.bert.tokenization_bert_legacy import \
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bert_tf.data import samples  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "examples" / "reference"
 SEQUENCE_LENGTH = 32
 
 # Varied real text: punctuation, accents, numbers, CJK, emoji, a long

@@ -9,7 +9,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-FIXTURES = Path(__file__).parent / "fixtures"
+# The independent PyTorch reference outputs (scripts/make_reference_fixtures.py),
+# shared with the demo.
+FIXTURES = Path(__file__).resolve().parents[1] / "examples" / "reference"
 TINY = dict(vocab_size=120, hidden_size=32, num_layers=2, num_heads=2,
             intermediate_size=64, max_position_embeddings=64)
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -3,7 +3,7 @@
 1. Builds the paper's BERT-Base and BERT-Large and counts their parameters.
 2. Fetches the real all-MiniLM-L6-v2 weights, imports them with the HF
    importer and checks tokens and outputs against the independent PyTorch
-   reference fixture (tests/fixtures, written by
+   reference outputs (examples/reference, written by
    scripts/make_reference_fixtures.py).
 3. Uses the imported encoder for something real: sentence similarity.
 4. Imports AntiBERTy's real masked-LM head and checks its logits.
@@ -37,7 +37,11 @@ from bert_tf.data import samples
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.text.preprocessor import BertPreprocessor
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+# Beside this file: in a checkout examples/ and configs/, after an install
+# <prefix>/share/bert_tf/examples and .../configs (setup.cfg data_files).
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "reference"
+CONFIGS = HERE.parent / "configs"
 
 
 def _section(title):
@@ -147,8 +151,7 @@ def pretraining(output_dir, steps=1500):
     vocab = read_vocab(vocab_path)
     pairs.write_pairs(docs, BertTokenizer(vocab), data_dir / "sample",
                       dupe_factor=10, seed=0, workers=2, eval_share=0.05)
-    config = Path(__file__).resolve().parents[1] / "configs" / "pretrain" / \
-        "sample_cpu.yaml"
+    config = CONFIGS / "pretrain" / "sample_cpu.yaml"
     cfg = pretrain.load(config, [
         f"data.train_files={data_dir / 'sample'}",
         f"data.eval_files={data_dir / 'sample' / 'eval'}",
@@ -170,7 +173,6 @@ def pretraining(output_dir, steps=1500):
     return output_dir / "pretrain", vocab_path
 
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
 RUNS = (("random init", "rt_sentiment_random"),
         ("our pre-trained BERT-Tiny", "rt_sentiment_tiny"),
         ("imported MiniLM-L6 (real weights)", "rt_sentiment_minilm"))
@@ -194,7 +196,7 @@ def finetuning(output_dir, pretrain_dir, vocab_path):
             overrides.append(f"init={pretrain_dir}")
         if run == "rt_sentiment_minilm":
             overrides.append(f"init=hf:{samples.fetch('minilm')}")
-        cfg = finetune.load(CONFIGS / f"{run}.yaml", overrides)
+        cfg = finetune.load(CONFIGS / "finetune" / f"{run}.yaml", overrides)
         results.append((name, finetune.run(cfg)))
     return results
 
@@ -216,20 +218,28 @@ def serve(output_dir, results):
     return out
 
 
-def question_answering(output_dir):
-    """WNUT-16 QA from MiniLM: fine-tune, export, answer; (result, export)."""
+def _minilm_task(output_dir, run, export_name):
+    """Fine-tunes MiniLM on configs/finetune/<run>.yaml and exports the
+    best model; (result, export directory, its serving_default)."""
     from bert_tf import finetune
-    from bert_tf.data.readers.squad import load_wnut_qa
     from bert_tf.serving.export import export_model, load_exported
 
-    _section("Extractive QA on real annotations: WNUT-16 QA from MiniLM")
-    cfg = finetune.load(CONFIGS / "wnut_qa_minilm.yaml", [
-        f"trainer.model_dir={output_dir / 'wnut_qa_minilm'}",
+    cfg = finetune.load(CONFIGS / "finetune" / f"{run}.yaml", [
+        f"trainer.model_dir={output_dir / run}",
         f"init=hf:{samples.fetch('minilm')}"])
     result = finetune.run(cfg)
-    out = output_dir / "export" / "wnut_qa" / "1"
+    out = output_dir / "export" / export_name / "1"
     export_model(result.best_dir, out, overwrite=True)
-    served = load_exported(out).signatures["serving_default"]
+    return result, out, load_exported(out).signatures["serving_default"]
+
+
+def question_answering(output_dir):
+    """WNUT-16 QA from MiniLM: fine-tune, export, answer; (result, export)."""
+    from bert_tf.data.readers.squad import load_wnut_qa
+
+    _section("Extractive QA on real annotations: WNUT-16 QA from MiniLM")
+    result, out, served = _minilm_task(output_dir, "wnut_qa_minilm",
+                                       "wnut_qa")
     test = [e for e in load_wnut_qa().split("test") if e["answers"]][:3]
     answers = served(question=tf.constant([e["question"] for e in test]),
                      context=tf.constant([e["context"] for e in test]))
@@ -249,17 +259,9 @@ def question_answering(output_dir):
 
 def tagging(output_dir):
     """WNUT-16 NER from MiniLM: fine-tune, export, tag; (result, export)."""
-    from bert_tf import finetune
-    from bert_tf.serving.export import export_model, load_exported
-
     _section("Named entities on real annotations: WNUT-16 from MiniLM")
-    cfg = finetune.load(CONFIGS / "wnut_ner_minilm.yaml", [
-        f"trainer.model_dir={output_dir / 'wnut_ner_minilm'}",
-        f"init=hf:{samples.fetch('minilm')}"])
-    result = finetune.run(cfg)
-    out = output_dir / "export" / "wnut_ner" / "1"
-    export_model(result.best_dir, out, overwrite=True)
-    served = load_exported(out).signatures["serving_default"]
+    result, out, served = _minilm_task(output_dir, "wnut_ner_minilm",
+                                       "wnut_ner")
     texts = ["Watching the Seattle Seahawks game with Mike in Portland",
              "Just got the new iPhone from the Apple store on 5th Avenue",
              "nothing to see here"]
