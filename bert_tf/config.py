@@ -7,13 +7,14 @@ the command line: `--set encoder.num_layers=4`.
 """
 
 import dataclasses
+import typing
 from pathlib import Path
 
 from bert_tf import presets
 # save_config and to_dict are re-exported: bert_tf.config is the API.
 from bert_tf.config_io import (  # noqa: F401
-    apply_overrides, from_dict, join_key as _join, read_yaml, save_config,
-    to_dict)
+    apply_overrides, check_choice as _check_choice, from_dict,
+    join_key as _join, read_yaml, save_config, to_dict)
 
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
 ATTENTION_KINDS = ("bidirectional", "causal")
@@ -314,12 +315,6 @@ def _validate_run(cfg, where):
                   PRECISIONS)
 
 
-def _check_choice(key, value, choices):
-    if value not in choices:
-        raise ValueError(
-            f"{key} = {value!r}: must be one of {', '.join(choices)}.")
-
-
 def load_config(path, cls=ModelConfig, overrides=()):
     """Reads a YAML file into dataclass `cls`, applies overrides, validates.
 
@@ -421,7 +416,8 @@ class FinetuneConfig:
             otherwise).
         vocab: vocab.txt ("" : the one beside the checkpoint).
         seq_length: packed input length (longer inputs are truncated).
-        dropout: dropout before the classifier layer.
+        head_dropout: dropout before the task head's output layer
+            (`dropout` before 0.2, still read with a warning).
         batch_size: global training batch size.
         eval_batch_size: batch size of evaluation.
         epochs: passes over the training data; sets `trainer.train_steps`,
@@ -433,12 +429,15 @@ class FinetuneConfig:
         strategy, tpu, mixed_precision: as in `PretrainConfig`.
     """
 
+    # Old key -> new key; the old one is still read, with a warning.
+    RENAMED_KEYS: typing.ClassVar[dict] = {"dropout": "head_dropout"}
+
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
     init: str = ""
     encoder: EncoderConfig = dataclasses.field(default_factory=EncoderConfig)
     vocab: str = ""
     seq_length: int = 128
-    dropout: float = 0.1
+    head_dropout: float = 0.1
     batch_size: int = 32
     eval_batch_size: int = 64
     epochs: float = 3.0
@@ -468,9 +467,9 @@ class FinetuneConfig:
             raise ValueError(
                 f"{_join(where, 'epochs')} must be >= 0 and "
                 f"{_join(where, 'warmup_share')} in [0, 1).")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"{_join(where, 'dropout')} = {self.dropout}: "
-                             "must be in [0, 1).")
+        if not 0 <= self.head_dropout < 1:
+            raise ValueError(f"{_join(where, 'head_dropout')} = "
+                             f"{self.head_dropout}: must be in [0, 1).")
         if not self.init and not self.vocab:
             raise ValueError(
                 f"{_join(where, 'vocab')} is required when training from "

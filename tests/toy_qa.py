@@ -5,9 +5,10 @@ import json
 
 import numpy as np
 
-from bert_tf.text.vocab import Vocab
-from conftest import SPECIAL
+from bert_tf.text.vocab import SPECIAL_TOKENS, Vocab
 from toy_task import finetune_config
+
+SPECIAL = list(SPECIAL_TOKENS)
 
 NAMES = ["ann", "bob", "cleo", "dan", "eve", "finn"]
 PLACES = ["paris", "rome", "oslo", "lima"]

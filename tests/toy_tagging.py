@@ -3,9 +3,10 @@ tagging tests)."""
 
 import numpy as np
 
-from bert_tf.text.vocab import Vocab
-from conftest import SPECIAL
+from bert_tf.text.vocab import SPECIAL_TOKENS, Vocab
 from toy_task import finetune_config
+
+SPECIAL = list(SPECIAL_TOKENS)
 
 PEOPLE = ["ann", "bob", "cleo", "dan"]
 PLACES = ["paris", "rome", "oslo", "lima"]

@@ -4,8 +4,9 @@ fine-tuning and serving tests)."""
 import numpy as np
 
 from bert_tf import config as config_lib
-from bert_tf.text.vocab import Vocab
-from conftest import SPECIAL
+from bert_tf.text.vocab import SPECIAL_TOKENS, Vocab
+
+SPECIAL = list(SPECIAL_TOKENS)
 
 WORDS = ["the", "film", "was", "and", "long", "short", "new", "good",
          "great", "fine", "bad", "awful", "dull"]

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bert_tf.data.protobuf_wire import field, varint
+
 MANIFEST = "manifest.json"
 
 
@@ -53,24 +55,8 @@ class PairStats:
 
 # --- tf.train.Example without TensorFlow (workers stay light) ---------------
 
-def _varint(value):
-    out = bytearray()
-    while True:
-        bits = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(bits | 0x80)
-        else:
-            out.append(bits)
-            return bytes(out)
-
-
-def _field(number, payload):
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 def _feature_entry(key, feature):
-    return _field(1, _field(1, key.encode()) + _field(2, feature))
+    return field(1, field(1, key.encode()) + field(2, feature))
 
 
 def serialize_pair(text_a, text_b, label):
@@ -81,10 +67,10 @@ def serialize_pair(text_a, text_b, label):
     """
     features = (
         _feature_entry("next_sentence_label",
-                       _field(3, _field(1, _varint(label)))) +
-        _feature_entry("text_a", _field(1, _field(1, text_a.encode()))) +
-        _feature_entry("text_b", _field(1, _field(1, text_b.encode()))))
-    return _field(1, features)
+                       field(3, field(1, varint(label)))) +
+        _feature_entry("text_a", field(1, field(1, text_a.encode()))) +
+        _feature_entry("text_b", field(1, field(1, text_b.encode()))))
+    return field(1, features)
 
 
 # --- the algorithm -----------------------------------------------------------

@@ -15,11 +15,11 @@ from bert_tf.data.masking import continuation_table, mask_tokens
 from bert_tf.data.pairs import MANIFEST
 from bert_tf.text.packer import BertPacker
 from bert_tf.text.tokenizer import BertTokenizer
+from bert_tf.text.features import INPUT_NAMES
 from bert_tf.text.vocab import Vocab, read_vocab
 
-FEATURE_NAMES = ("input_word_ids", "input_mask", "input_type_ids",
-                 "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
-                 "next_sentence_labels")
+FEATURE_NAMES = (*INPUT_NAMES, "masked_lm_positions", "masked_lm_ids",
+                 "masked_lm_weights", "next_sentence_labels")
 _RECORD_SPEC = {
     "text_a": tf.io.FixedLenFeature([], tf.string),
     "text_b": tf.io.FixedLenFeature([], tf.string),
@@ -113,8 +113,11 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
         [batch, seq_length] or [batch, max_predictions_per_seq] or [batch].
 
     Example:
-    >>> dataset = pretraining_dataset("tfrecords/wiki", "vocab.txt",
-    ...                               batch_size=32)   # doctest: +SKIP
+    >>> records, vocab_path = example_files.pairs()
+    >>> dataset = pretraining_dataset(records, vocab_path, batch_size=4,
+    ...                               seq_length=32, max_predictions_per_seq=5)
+    >>> tuple(next(iter(dataset))["masked_lm_positions"].shape)
+    (4, 5)
     """
     vocab = vocab if isinstance(vocab, Vocab) else read_vocab(vocab)
     if max_predictions_per_seq > seq_length:

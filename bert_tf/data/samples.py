@@ -201,8 +201,8 @@ def fetch(name, cache=None, log=None):
         log: optional callable for progress lines.
 
     Example:
-    >>> path = fetch("minilm")             # doctest: +SKIP
-    >>> sorted(p.name for p in path.iterdir())  # doctest: +SKIP
+    >>> path = fetch("minilm")
+    >>> sorted(p.name for p in path.iterdir())
     ['config.json', 'model.safetensors', 'vocab.txt']
     """
     root = asset_dir(name, cache)

@@ -24,7 +24,8 @@ class BertEmbeddings(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> layer = BertEmbeddings(vocab_size=100, hidden_size=8)
-    >>> layer(np.ones((2, 5), "int32"), np.zeros((2, 5), "int32")).shape
+    >>> ids = np.ones((2, 5), "int32")
+    >>> tuple(layer(ids, np.zeros_like(ids)).shape)
     (2, 5, 8)
     """
 

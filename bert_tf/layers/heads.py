@@ -39,7 +39,7 @@ class MaskedLMHead(keras.layers.Layer):
     >>> import numpy as np
     >>> head = MaskedLMHead(vocab_size=50, hidden_size=8)
     >>> seq = np.random.rand(2, 6, 8).astype("float32")
-    >>> head(seq, np.array([[1, 2], [3, 0]])).shape
+    >>> tuple(head(seq, np.array([[1, 2], [3, 0]])).shape)
     (2, 2, 50)
     """
 
@@ -114,7 +114,8 @@ class ClassificationHead(keras.layers.Layer):
 
     Example:
     >>> import numpy as np
-    >>> ClassificationHead(3)(np.random.rand(4, 8).astype("float32")).shape
+    >>> pooled = np.random.rand(4, 8).astype("float32")
+    >>> tuple(ClassificationHead(3)(pooled).shape)
     (4, 3)
     """
 
@@ -168,7 +169,8 @@ class NextSentenceHead(ClassificationHead):
 
     Example:
     >>> import numpy as np
-    >>> NextSentenceHead()(np.random.rand(4, 8).astype("float32")).shape
+    >>> pooled = np.random.rand(4, 8).astype("float32")
+    >>> tuple(NextSentenceHead()(pooled).shape)
     (4, 2)
     """
 

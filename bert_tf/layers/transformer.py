@@ -55,7 +55,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     >>> import numpy as np
     >>> layer = MultiHeadSelfAttention(hidden_size=8, num_heads=2)
     >>> x = np.random.rand(2, 5, 8).astype("float32")
-    >>> layer(x, np.ones((2, 5), "int32")).shape
+    >>> tuple(layer(x, np.ones((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 
@@ -140,7 +140,7 @@ class TransformerBlock(keras.layers.Layer):
     >>> block = TransformerBlock(hidden_size=8, num_heads=2,
     ...                          intermediate_size=32)
     >>> x = np.random.rand(2, 5, 8).astype("float32")
-    >>> block(x, np.ones((2, 5), "int32")).shape
+    >>> tuple(block(x, np.ones((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 
@@ -167,7 +167,7 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = MultiHeadSelfAttention(
             hidden_size, num_heads, attention_dropout, initializer_range,
             causal, dtype=policy, name="attention")
-        self.attention_dropout_layer = keras.layers.Dropout(
+        self.attention_output_dropout = keras.layers.Dropout(
             hidden_dropout, dtype=policy)
         self.attention_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="attention_norm")
@@ -194,7 +194,7 @@ class TransformerBlock(keras.layers.Layer):
     def call(self, x, input_mask, training=None):
         attended = self.attention(x, input_mask, training=training)
         x = self.attention_norm(
-            x + self.attention_dropout_layer(attended, training=training))
+            x + self.attention_output_dropout(attended, training=training))
         hidden = self._activation(self.intermediate(x))
         hidden = self.output_dropout(self.output_dense(hidden),
                                      training=training)

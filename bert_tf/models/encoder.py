@@ -8,8 +8,7 @@ import keras
 from bert_tf.config import EncoderConfig, load_preset
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.transformer import TransformerBlock
-
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from bert_tf.text.features import INPUT_NAMES
 
 
 def select_inputs(inputs, names):

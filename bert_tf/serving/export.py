@@ -47,12 +47,18 @@ def tf_text_op_names():
     return names
 
 
-def graph_op_types(export_dir):
-    """{op type: count} over a SavedModel's graph and function library."""
+def read_saved_model(export_dir):
+    """The `SavedModel` protobuf of an export."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     saved = saved_model_pb2.SavedModel()
     saved.ParseFromString((Path(export_dir) / "saved_model.pb").read_bytes())
+    return saved
+
+
+def graph_op_types(export_dir):
+    """{op type: count} over a SavedModel's graph and function library."""
+    saved = read_saved_model(export_dir)
     counts = {}
     for meta_graph in saved.meta_graphs:
         graph = meta_graph.graph_def
@@ -75,11 +81,9 @@ def audit_ops(export_dir):
         ValueError: an op is a Python callback (`PyFunc`/`EagerPyFunc`) or
             belongs to neither TensorFlow nor tf-text.
     """
-    from tensorflow.core.protobuf import saved_model_pb2
     from tensorflow.python.framework import op_def_registry
 
-    saved = saved_model_pb2.SavedModel()
-    saved.ParseFromString((Path(export_dir) / "saved_model.pb").read_bytes())
+    saved = read_saved_model(export_dir)
     functions = {f.signature.name for mg in saved.meta_graphs
                  for f in mg.graph_def.library.function}
     text_ops = tf_text_op_names()
@@ -104,10 +108,7 @@ def audit_ops(export_dir):
 def _signature_tensors(export_dir):
     """Lines `input|output NAME TENSOR` of `serving_default`, for the C
     serving check (which has no protobuf parser)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    saved = saved_model_pb2.SavedModel()
-    saved.ParseFromString((Path(export_dir) / "saved_model.pb").read_bytes())
+    saved = read_saved_model(export_dir)
     signature = saved.meta_graphs[0].signature_def["serving_default"]
     lines = [f"input {k} {v.name}" for k, v in sorted(
         signature.inputs.items())]
@@ -118,10 +119,7 @@ def _signature_tensors(export_dir):
 
 def _signature_summary(export_dir):
     """One line per signature: inputs -> outputs with dtypes and shapes."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    saved = saved_model_pb2.SavedModel()
-    saved.ParseFromString((Path(export_dir) / "saved_model.pb").read_bytes())
+    saved = read_saved_model(export_dir)
 
     def describe(infos):
         return ", ".join(
@@ -176,8 +174,11 @@ def export_model(checkpoint, out, log=print, overwrite=False):
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
 
     Example:
-    >>> export_model("runs/rt_sentiment_minilm",
-    ...              "export/rt_sentiment/1")  # doctest: +SKIP
+    >>> report = export_model(example_files.finetuned(),
+    ...                       example_files.tmp / "export" / "1",
+    ...                       log=lambda line: None)
+    >>> report["kind"], exported_kind(report["path"])
+    ('classification', 'classification')
     """
     out = Path(out)
     if not out.name.isdigit():

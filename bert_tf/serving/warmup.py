@@ -9,6 +9,8 @@ numbers (prediction_log.proto, predict.proto, model.proto): the
 
 import tensorflow as tf
 
+from bert_tf.data.protobuf_wire import field
+
 # PredictionLog.predict_log = 6; PredictLog.request = 1;
 # PredictRequest.model_spec = 1, .inputs = 2 (map<string, TensorProto>);
 # ModelSpec.name = 1, .signature_name = 3; map entries: key = 1, value = 2.
@@ -16,21 +18,6 @@ _PREDICTION_LOG_PREDICT_LOG = 6
 _PREDICT_LOG_REQUEST = 1
 _REQUEST_MODEL_SPEC, _REQUEST_INPUTS = 1, 2
 _SPEC_NAME, _SPEC_SIGNATURE = 1, 3
-
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _field(number, payload):
-    """A length-delimited protobuf field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
 def predict_log(inputs, model_name, signature_name="serving_default"):
@@ -46,15 +33,15 @@ def predict_log(inputs, model_name, signature_name="serving_default"):
     >>> record[:1]
     b'2'
     """
-    spec = _field(_SPEC_NAME, model_name.encode()) + \
-        _field(_SPEC_SIGNATURE, signature_name.encode())
-    request = _field(_REQUEST_MODEL_SPEC, spec)
+    spec = field(_SPEC_NAME, model_name.encode()) + \
+        field(_SPEC_SIGNATURE, signature_name.encode())
+    request = field(_REQUEST_MODEL_SPEC, spec)
     for name, value in inputs.items():
         tensor = tf.make_tensor_proto(value).SerializeToString()
-        request += _field(_REQUEST_INPUTS,
-                          _field(1, name.encode()) + _field(2, tensor))
-    return _field(_PREDICTION_LOG_PREDICT_LOG,
-                  _field(_PREDICT_LOG_REQUEST, request))
+        request += field(_REQUEST_INPUTS,
+                         field(1, name.encode()) + field(2, tensor))
+    return field(_PREDICTION_LOG_PREDICT_LOG,
+                 field(_PREDICT_LOG_REQUEST, request))
 
 
 def write_warmup_requests(path, requests, model_name):

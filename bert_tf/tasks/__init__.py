@@ -34,7 +34,9 @@ def load_finetuned(directory, dtype=None):
     """(task, model, vocab, best directory) of a `bert-tf finetune` run.
 
     Example:
-    >>> task, model, vocab, best = load_finetuned("runs/x")  # doctest: +SKIP
+    >>> task, model, vocab, best = load_finetuned(example_files.finetuned())
+    >>> task.kind, best.name
+    ('classification', 'best')
     """
     best, spec = read_spec(directory)
     task = get_task_class(spec["kind"])(spec)

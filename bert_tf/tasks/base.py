@@ -158,7 +158,7 @@ def common_spec(cfg, data, encoder_config, vocab, kind):
         "task": data.name,
         "seq_length": cfg.seq_length,
         "lower_case": not vocab.is_cased,
-        "dropout": cfg.dropout,
+        "dropout": cfg.head_dropout,
         "encoder": dataclasses.asdict(encoder_config),
     }
 

@@ -168,7 +168,9 @@ def load_classifier(directory, dtype=None):
     the run directory holding it).
 
     Example:
-    >>> model, spec, vocab = load_classifier("runs/rt_minilm")  # doctest: +SKIP
+    >>> model, spec, vocab = load_classifier(example_files.finetuned())
+    >>> spec["labels"]
+    ['negative', 'positive']
     """
     best, spec = read_spec(directory)
     if spec["kind"] != Classification.kind:

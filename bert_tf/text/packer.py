@@ -11,6 +11,8 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.text.features import INPUT_NAMES
+
 TRUNCATORS = ("round_robin", "waterfall")
 
 
@@ -107,8 +109,8 @@ class BertPacker(keras.layers.Layer):
         first = segments[0] if isinstance(segments, (tuple, list)) else \
             segments
         shape = tuple(first.shape[:-1]) + (self.sequence_length,)
-        return {name: keras.KerasTensor(shape, dtype="int32") for name in
-                ("input_word_ids", "input_mask", "input_type_ids")}
+        return {name: keras.KerasTensor(shape, dtype="int32")
+                for name in INPUT_NAMES}
 
     def get_config(self):
         config = super().get_config()

@@ -7,6 +7,7 @@ serving graphs.
 
 import keras
 
+from bert_tf.text.features import INPUT_NAMES
 from bert_tf.text.packer import BertPacker
 from bert_tf.text.tokenizer import BertTokenizer
 
@@ -26,6 +27,7 @@ class BertPreprocessor(keras.layers.Layer):
         text: tf.string [batch] (or scalar), or a tuple `(text_a, text_b)`.
 
     Example:
+    >>> import tensorflow as tf
     >>> pre = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
     ...                         "hi", "there"], sequence_length=6)
     >>> pre((tf.constant(["Hi"]), tf.constant(["there"])))[
@@ -58,8 +60,8 @@ class BertPreprocessor(keras.layers.Layer):
     def compute_output_spec(self, text):
         first = text[0] if isinstance(text, (tuple, list)) else text
         shape = tuple(first.shape) + (self.sequence_length,)
-        return {name: keras.KerasTensor(shape, dtype="int32") for name in
-                ("input_word_ids", "input_mask", "input_type_ids")}
+        return {name: keras.KerasTensor(shape, dtype="int32")
+                for name in INPUT_NAMES}
 
     def get_config(self):
         config = super().get_config()

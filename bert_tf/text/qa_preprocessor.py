@@ -25,11 +25,11 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.text.tokenizer import BertTokenizer
+from bert_tf.text.features import INPUT_NAMES
 from bert_tf.text.windows import gather_pieces, place, stride_windows
 
-FEATURE_NAMES = ("input_word_ids", "input_mask", "input_type_ids",
-                 "example_index", "token_char_start", "token_char_end",
-                 "token_byte_start", "token_byte_end", "token_is_max_context")
+FEATURE_NAMES = (*INPUT_NAMES, "example_index", "token_char_start",
+                 "token_char_end", "token_byte_start", "token_byte_end", "token_is_max_context")
 
 
 def byte_to_char_offsets(text, byte_starts, byte_ends):

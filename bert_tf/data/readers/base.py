@@ -97,8 +97,14 @@ def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
             or TPUs, which want one shape.
 
     Example:
-    >>> ds = task_dataset(task, "train", preprocessor, 32,
-    ...                   shuffle=True)  # doctest: +SKIP
+    >>> from bert_tf.data.readers.local import load_local
+    >>> from bert_tf.text.preprocessor import BertPreprocessor
+    >>> files = example_files.toy_task()
+    >>> task = load_local(files / "train.tsv", text="sentence")
+    >>> preprocessor = BertPreprocessor(str(files / "vocab.txt"), 16)
+    >>> x, y = next(iter(task_dataset(task, "train", preprocessor, 8)))
+    >>> tuple(x["input_word_ids"].shape), tuple(y.shape)
+    ((8, 16), (8,))
     """
     dataset = task.split(split)
     pipelines = input_context.num_input_pipelines if input_context else 1

@@ -60,9 +60,9 @@ def load_glue(name, data_dir=None):
         data_dir: TFDS data directory (default: TFDS's).
 
     Example:
-    >>> task = load_glue("mrpc")  # doctest: +SKIP
-    >>> task.labels, task.pair, task.metrics  # doctest: +SKIP
-    (('not_equivalent', 'equivalent'), True, ('f1', 'accuracy'))
+    >>> task = load_glue("mrpc")  # TFDS download  # doctest: +SKIP
+    >>> GLUE_TASKS["mrpc"].labels, GLUE_TASKS["mrpc"].metrics
+    (('not_equivalent', 'equivalent'), ('f1', 'accuracy'))
     """
     import tensorflow_datasets as tfds
 

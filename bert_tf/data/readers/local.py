@@ -82,8 +82,11 @@ def load_local(train, validation=None, test=None, text="text", text_b="",
         name: the task's name.
 
     Example:
-    >>> task = load_local("train.tsv", "dev.tsv", text="sentence",
-    ...                   label="label")  # doctest: +SKIP
+    >>> files = example_files.toy_task()
+    >>> task = load_local(files / "train.tsv", files / "dev.tsv",
+    ...                   text="sentence", label="label")
+    >>> task.labels, task.size("validation")
+    (('negative', 'positive'), 64)
     """
     paths = {"train": train, "validation": validation, "test": test}
     paths = {k: v for k, v in paths.items() if v}

@@ -42,8 +42,8 @@ def load_rt_sentiment(cache=None, seed=0):
         seed: the split's shuffle seed (0 is the documented split).
 
     Example:
-    >>> task = load_rt_sentiment()  # doctest: +SKIP
-    >>> task.sizes  # doctest: +SKIP
+    >>> task = load_rt_sentiment()
+    >>> task.sizes
     {'train': 8454, 'validation': 1057, 'test': 1057}
     """
     texts, scores = read_rt_snippets(cache)

@@ -193,8 +193,8 @@ def load_wnut_qa(cache=None, seed=0):
     questions in all.
 
     Example:
-    >>> data = load_wnut_qa()  # doctest: +SKIP
-    >>> {k: len(v) for k, v in data.splits.items()}  # doctest: +SKIP
+    >>> data = load_wnut_qa()
+    >>> {k: len(v) for k, v in data.splits.items()}
     {'train': 2884, 'validation': 354, 'test': 368}
     """
     sentences = wnut.read_wnut(cache)
