@@ -7,7 +7,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 3
 
 BENCH_VENV := .venv-bench
 
-.PHONY: demo test bench install parity-fixtures
+.PHONY: demo test test-fast bench install parity-fixtures
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/bert-tf demo
 
+# Everything: the suite and every docstring example in the package.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q tests
+	$(VENV)/bin/python -m pytest -q tests --doctest-modules bert_tf
+
+# The inner loop: no test marked slow (training runs, exports, real
+# weights), no doctests; under 90 s on the 2-core reference machine.
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -q tests -m "not slow"
 
 # Speed and fidelity figures beside peers (keras-hub, HF transformers +
 # PyTorch), installed in their own environment to keep the pins clean.

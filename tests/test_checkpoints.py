@@ -31,6 +31,7 @@ def _encode(pretrained, reference):
     return inputs, pretrained.encoder(inputs)
 
 
+@pytest.mark.slow
 def test_minilm_tokens_and_outputs_match_hf_reference(minilm, reference):
     assert len(reference["sentences"]) >= 10
     inputs, out = _encode(minilm, reference)
@@ -74,6 +75,7 @@ def test_minilm_live_against_pytorch(minilm, minilm_dir):
                                ref.pooler_output.numpy(), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_tf1_round_trip_is_exact(minilm, reference, tmp_path):
     weights = checkpoints.export_weights(minilm.encoder)
     prefix = checkpoints.save_tf1_checkpoint(weights, minilm.config,
@@ -117,6 +119,7 @@ def test_tf1_with_pretraining_heads_and_optimizer_slots(tmp_path):
                                   loaded.pretrainer(batch)["nsp_logits"])
 
 
+@pytest.mark.slow
 def test_model_garden_parity(minilm, reference):
     pytest.importorskip("official.nlp.modeling")
     inputs, ours = _encode(minilm, reference)
@@ -154,6 +157,7 @@ def test_model_garden_checkpoint_import(tmp_path):
         checkpoints.convert("garden", directory, tmp_path / "x", **QUIET)
 
 
+@pytest.mark.slow
 def test_minilm_under_mixed_bfloat16_and_xla(minilm, reference):
     """bf16 compute keeps real-model outputs close to fp32; XLA is exact."""
     import keras
@@ -181,6 +185,7 @@ def test_minilm_under_mixed_bfloat16_and_xla(minilm, reference):
     assert np.abs((xla - fp32["sequence_output"].numpy()) * mask).max() < 1e-4
 
 
+@pytest.mark.slow
 def test_antiberty_masked_lm_head(antiberty_dir, tmp_path):
     pretrained = checkpoints.convert("hf", antiberty_dir, tmp_path, **QUIET)
     assert pretrained.pretrainer is not None and not pretrained.pretrainer.nsp
@@ -204,6 +209,7 @@ def test_torch_reader_matches_torch_load(antiberty_dir):
         np.testing.assert_array_equal(ours[name], tensor.numpy())
 
 
+@pytest.mark.slow
 def test_saved_directory_loads_back(minilm, reference):
     loaded = checkpoints.load_pretrained(minilm.directory)
     assert loaded.pretrainer is None

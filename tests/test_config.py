@@ -106,3 +106,13 @@ def test_save_and_load_round_trip(tmp_path):
     cfg = ModelConfig(EncoderConfig(num_layers=3, attention="causal"))
     path = config.save_config(cfg, tmp_path / "c.yaml")
     assert config.load_config(path) == cfg
+
+
+def test_renamed_finetune_key_is_read_with_a_warning():
+    with pytest.warns(FutureWarning, match="'dropout' is deprecated: it is "
+                      "now 'head_dropout'"):
+        cfg = config.from_dict(config.FinetuneConfig, {"dropout": 0.3})
+    assert cfg.head_dropout == 0.3
+    with pytest.raises(ValueError, match="both set"):
+        config.from_dict(config.FinetuneConfig,
+                         {"dropout": 0.3, "head_dropout": 0.2})

@@ -26,6 +26,7 @@ def test_outputs_and_names(tiny_config):
     np.testing.assert_allclose(out["pooled_output"], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_built_parameter_counts_match_the_paper():
     assert BertEncoder.from_preset("bert_base").count_params() == 109_482_240
 

@@ -13,6 +13,7 @@ from bert_tf.tasks.classification import load_classifier
 from bert_tf.text.vocab import Vocab
 from toy_task import ENCODER, VOCAB, toy_config, write_toy_task
 
+@pytest.mark.slow
 def test_finetune_learns_and_keeps_the_best_epoch(toy_run):
     directory, result = toy_run
     best = result.best_dir
@@ -39,6 +40,7 @@ def test_finetune_learns_and_keeps_the_best_epoch(toy_run):
     assert len(result.history) == 12 and result.history[-1]["step"] == 60
 
 
+@pytest.mark.slow
 def test_init_from_bert_tf_directory_and_hf(tmp_path, minilm_dir, minilm):
     encoder = BertEncoder(**ENCODER)
     checkpoints.save_pretrained(tmp_path / "pre", encoder,
@@ -107,6 +109,7 @@ print("RESULT", result.best["value"], result.test["accuracy"])
 """
 
 
+@pytest.mark.slow
 def test_finetune_under_mirrored_strategy(tmp_path):
     """The same trainer fine-tunes over 2 replicas (2 logical CPUs)."""
     import os

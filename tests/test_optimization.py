@@ -121,6 +121,7 @@ def test_fused_adamw_rejects_amsgrad_and_serializes():
     assert clone.get_config()["weight_decay"] == 0.02
 
 
+@pytest.mark.slow
 def test_fit_save_and_load_a_pretrainer_with_fused_adamw(tmp_path):
     from conftest import TINY, pretraining_batch
     from bert_tf.models.encoder import BertEncoder

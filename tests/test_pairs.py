@@ -30,6 +30,7 @@ def test_serialization_matches_tensorflow():
         example.SerializeToString(deterministic=True)
 
 
+@pytest.mark.slow
 def test_real_corpus_pairs(sample_pairs, sample_documents):
     directory, stats = sample_pairs
     manifest = json.loads((directory / "manifest.json").read_text())
@@ -53,6 +54,7 @@ def test_real_corpus_pairs(sample_pairs, sample_documents):
     assert checked > 500
 
 
+@pytest.mark.slow
 def test_same_output_for_any_worker_count(sample_documents, bert_vocab,
                                           tmp_path):
     tokenizer = BertTokenizer(bert_vocab)
@@ -103,6 +105,7 @@ def test_bad_arguments(bert_vocab, tmp_path):
                           **QUIET)
 
 
+@pytest.mark.slow
 def test_cli_vocab_and_pairs(tmp_path, capsys):
     from bert_tf import cli
     corpus = tmp_path / "corpus.txt"
@@ -137,6 +140,7 @@ def test_cli_vocab_and_pairs(tmp_path, capsys):
     assert "The" in cased.read_text().split("\n")
 
 
+@pytest.mark.slow
 def test_eval_share_holds_out_whole_documents(sample_documents, bert_vocab,
                                              tmp_path):
     docs = sample_documents[:60]

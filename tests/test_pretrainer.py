@@ -14,6 +14,7 @@ def _dataset(steps=8, **kwargs):
     return tf.data.Dataset.from_tensor_slices(stacked).repeat(steps // 2)
 
 
+@pytest.mark.slow
 def test_fit_in_a_notebook(tiny_config):
     model = BertPretrainer(BertEncoder(**tiny_config))
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
@@ -46,6 +47,7 @@ def test_losses_match_a_hand_computation(tiny_config):
     assert loss == pytest.approx(mlm + nsp, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_mlm_output_is_tied_to_the_token_embedding(tiny_config):
     encoder = BertEncoder(**tiny_config)
     model = BertPretrainer(encoder)
@@ -62,6 +64,7 @@ def test_mlm_output_is_tied_to_the_token_embedding(tiny_config):
                   before).max() > 0
 
 
+@pytest.mark.slow
 def test_no_nsp_and_left_to_right_ablations(tiny_config):
     no_nsp = BertPretrainer(BertEncoder(**tiny_config), nsp=False)
     assert set(no_nsp(pretraining_batch())) == {"mlm_logits"}
@@ -93,6 +96,7 @@ def test_keras_file_round_trip(tiny_config, tmp_path):
 @pytest.mark.parametrize("policy, jit", [("mixed_bfloat16", False),
                                           ("float32", True),
                                           ("mixed_bfloat16", True)])
+@pytest.mark.slow
 def test_mixed_precision_and_xla_train(tiny_config, policy, jit):
     keras.mixed_precision.set_global_policy(policy)
     try:

@@ -106,6 +106,7 @@ def _take(dataset, n):
             for batch in dataset.take(n)]
 
 
+@pytest.mark.slow
 def test_pipeline_features_and_layout(sample_pairs, bert_vocab):
     directory, _ = sample_pairs
     batch = _take(pretraining_dataset(directory, bert_vocab, batch_size=32,
@@ -130,6 +131,7 @@ def test_pipeline_features_and_layout(sample_pairs, bert_vocab):
         assert original[ones[0] - 1] == bert_vocab.sep_id
 
 
+@pytest.mark.slow
 def test_pipeline_nsp_share_and_rates(sample_pairs, bert_vocab):
     directory, _ = sample_pairs
     batches = _take(pretraining_dataset(directory, bert_vocab,
@@ -144,6 +146,7 @@ def test_pipeline_nsp_share_and_rates(sample_pairs, bert_vocab):
     assert abs(weights.sum() / maskable - 0.15) <= 0.006
 
 
+@pytest.mark.slow
 def test_epochs_differ_and_seeds_reproduce(sample_pairs, bert_vocab):
     directory, _ = sample_pairs
     make = lambda seed: pretraining_dataset(  # noqa: E731
@@ -162,6 +165,7 @@ def test_epochs_differ_and_seeds_reproduce(sample_pairs, bert_vocab):
     assert (other["input_word_ids"] != first[0]["input_word_ids"]).any()
 
 
+@pytest.mark.slow
 def test_whole_word_and_seq_512_options(sample_pairs, bert_vocab):
     directory, _ = sample_pairs
     batch = _take(pretraining_dataset(
@@ -171,6 +175,7 @@ def test_whole_word_and_seq_512_options(sample_pairs, bert_vocab):
     assert batch["masked_lm_positions"].shape == (8, 76)
 
 
+@pytest.mark.slow
 def test_input_context_shards_files_and_splits_the_batch(sample_pairs,
                                                          bert_vocab):
     directory, _ = sample_pairs
@@ -190,6 +195,7 @@ def test_input_context_shards_files_and_splits_the_batch(sample_pairs,
     assert next(iter(distributed))["input_word_ids"].shape == (16, 128)
 
 
+@pytest.mark.slow
 def test_fit_on_the_pipeline(sample_pairs, bert_vocab):
     import keras
 
@@ -255,6 +261,7 @@ def test_bad_arguments_and_files(sample_pairs, bert_vocab, tmp_path):
         pretraining_dataset(directory, no_mask, batch_size=8)
 
 
+@pytest.mark.slow
 def test_long_sentence_documents_are_truncated_to_the_sequence(bert_vocab,
                                                                tmp_path):
     from bert_tf.data import pairs

@@ -3,9 +3,12 @@
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+@pytest.mark.slow
 def test_readme_notebook_example_runs(tmp_path, monkeypatch, capsys):
     code = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert code, "README has no python example"

@@ -48,6 +48,7 @@ def reference(run_dir, texts):
             "pooled_output": encoded["pooled_output"].numpy()}
 
 
+@pytest.mark.slow
 def test_export_layout_and_report(exported):
     out, report, lines, _ = exported
     for name in ("saved_model.pb", "variables/variables.index",
@@ -72,6 +73,7 @@ def test_export_layout_and_report(exported):
                                      log=lambda *a: None)
 
 
+@pytest.mark.slow
 def test_op_audit_core_and_tf_text_only(exported):
     out = exported[0]
     ops = export_lib.audit_ops(out)
@@ -104,6 +106,7 @@ print(json.dumps(outputs))
 """
 
 
+@pytest.mark.slow
 def test_fresh_process_reproduces_in_memory_model(exported):
     out, _, _, run_dir = exported
     result = subprocess.run(
@@ -137,6 +140,7 @@ def _compile_serving_check(tmp_path):
     return binary
 
 
+@pytest.mark.slow
 def test_c_api_program_serves_without_python(exported, tmp_path):
     out, _, _, run_dir = exported
     binary = _compile_serving_check(tmp_path)
@@ -168,6 +172,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.slow
 def test_hostile_inputs_through_the_export(exported):
     loaded = export_lib.load_exported(exported[0])
     serve = loaded.signatures["serving_default"]
@@ -193,6 +198,7 @@ def test_hostile_inputs_through_the_export(exported):
     assert serve(text=tf.constant([], tf.string))["label"].shape == (0,)
 
 
+@pytest.mark.slow
 def test_wrong_inputs_are_rejected_with_clear_messages(exported):
     serve = export_lib.load_exported(exported[0]).signatures[
         "serving_default"]
@@ -233,6 +239,7 @@ def _fields(data):
     return fields
 
 
+@pytest.mark.slow
 def test_warmup_requests_are_prediction_logs(exported):
     out = exported[0]
     records = list(tf.data.TFRecordDataset(
@@ -254,6 +261,7 @@ def test_warmup_requests_are_prediction_logs(exported):
         assert result["label"].shape == (1,)
 
 
+@pytest.mark.slow
 def test_pair_and_regression_exports(tmp_path):
     import yaml
 
@@ -298,6 +306,7 @@ def test_pair_and_regression_exports(tmp_path):
     assert config.count("config {") == 2
 
 
+@pytest.mark.slow
 def test_predict_cli(exported, tmp_path, capsys):
     out = exported[0]
     (tmp_path / "in.txt").write_text("the film was great\nawful\n")

@@ -254,6 +254,7 @@ def qa_export(qa_run, tmp_path_factory):
     return out, report, lines
 
 
+@pytest.mark.slow
 def test_finetune_learns_and_stores_the_threshold(qa_run):
     directory, result = qa_run
     # The toy's chance level (always "no answer") is about 15 F1.
@@ -267,6 +268,7 @@ def test_finetune_learns_and_stores_the_threshold(qa_run):
     assert task.spec["null_threshold"] == spec["null_threshold"]
 
 
+@pytest.mark.slow
 def test_export_signature_ops_and_warmup(qa_export):
     out, report, lines = qa_export
     assert report["kind"] == "span_qa"
@@ -294,6 +296,7 @@ def _answer(loaded, questions, contexts):
     return {k: v.numpy() for k, v in out.items()}
 
 
+@pytest.mark.slow
 def test_export_answers_like_evaluation_and_slices_the_context(
         qa_run, qa_export):
     directory, _ = qa_run
@@ -324,6 +327,7 @@ def test_export_answers_like_evaluation_and_slices_the_context(
     assert (served["count"] <= 20).all()
 
 
+@pytest.mark.slow
 def test_long_context_is_answered_from_its_last_paragraph(qa_export):
     # 5,000 words of the toy's own filler text, then the answer in the
     # last paragraph: found only if nothing is truncated away.
@@ -340,6 +344,7 @@ def test_long_context_is_answered_from_its_last_paragraph(qa_export):
     assert out["top_starts"][0, 0] > len(context) - 10
 
 
+@pytest.mark.slow
 def test_hostile_inputs_get_no_answer_or_a_clear_error(qa_export):
     loaded = export_lib.load_exported(qa_export[0])
     cases = [("", ""), ("Who made the film?", ""), ("", "by Ann"),
@@ -362,6 +367,7 @@ def test_hostile_inputs_get_no_answer_or_a_clear_error(qa_export):
                                              context=tf.constant("b"))
 
 
+@pytest.mark.slow
 def test_c_api_program_answers_questions(qa_export, tmp_path):
     out = qa_export[0]
     binary = _compile_serving_check(tmp_path)
@@ -380,6 +386,7 @@ def test_c_api_program_answers_questions(qa_export, tmp_path):
     assert second["has_answer"] == "0" and second["count"] == "0"
 
 
+@pytest.mark.slow
 def test_predict_cli_prints_answers_with_offsets(qa_export, tmp_path,
                                                  capsys):
     out = qa_export[0]

@@ -125,6 +125,7 @@ def test_entity_metric_equals_seqeval_on_tricky_sequences():
     assert ours["recall"] == pytest.approx(report["micro avg"]["recall"])
 
 
+@pytest.mark.slow
 def test_decoded_entities_equal_seqeval_across_window_edges(bert_vocab):
     """Random logits over real tweets in tiny windows: entities cut by a
     window edge are still whole words' tags; our decoding of the word tags
@@ -182,12 +183,14 @@ def tag_export(tag_run, tmp_path_factory):
     return out, report
 
 
+@pytest.mark.slow
 def test_finetune_learns_entities(tag_run):
     _, result = tag_run
     assert result.best["metric"] == "f1" and result.best["value"] >= 0.8
     assert result.test["f1"] >= 0.8 and "f1_PER" in result.test
 
 
+@pytest.mark.slow
 def test_export_returns_entities_with_offsets(tag_export):
     out, report = tag_export
     assert report["kind"] == "tagging"
@@ -206,6 +209,7 @@ def test_export_returns_entities_with_offsets(tag_export):
     assert "PER" in [t.decode() for t in result["type"][0]]
 
 
+@pytest.mark.slow
 def test_hostile_inputs_give_entities_or_none(tag_export):
     signature = export_lib.load_exported(tag_export[0]).signatures[
         "serving_default"]
@@ -222,6 +226,7 @@ def test_hostile_inputs_give_entities_or_none(tag_export):
         signature(text=tf.constant("Ann"))
 
 
+@pytest.mark.slow
 def test_c_api_and_predict_cli(tag_export, tmp_path, capsys):
     out = tag_export[0]
     binary = _compile_serving_check(tmp_path)

@@ -165,6 +165,7 @@ def _toy_task(tmp_path, n=40, pair=False):
                       text_b="text_b" if pair else "")
 
 
+@pytest.mark.slow
 def test_task_dataset_fixed_and_dynamic_length(tmp_path):
     task = _toy_task(tmp_path, pair=True)
     pre = BertPreprocessor(VOCAB, sequence_length=24)
@@ -182,6 +183,7 @@ def test_task_dataset_fixed_and_dynamic_length(tmp_path):
     assert rows(fixed) == rows(dynamic)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_classes", [3, 1])
 def test_classifier_fits_with_standard_keras_losses(num_classes):
     model = BertClassifier(BertEncoder(**TINY), num_classes)

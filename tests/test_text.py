@@ -155,6 +155,7 @@ def test_single_segment_truncation_and_unbatched():
 
 # --- preprocessor -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_preprocessor_everywhere_gives_the_same_result(tmp_path):
     pre = BertPreprocessor(_write(tmp_path, VOCAB), sequence_length=8)
     a, b = ["Hello worlds!", "", "the cafe"], ["the", "a b", "ole"]

@@ -55,6 +55,7 @@ def _final_variables(model_dir):
     return prefix, checkpoints.read_model_variables(prefix)
 
 
+@pytest.mark.slow
 def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
                                                          tmp_path):
     import re
@@ -91,6 +92,7 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
     assert (tmp_path / "b" / "run" / "tensorboard").is_dir()
 
 
+@pytest.mark.slow
 def test_resuming_a_checkpoint_of_another_optimizer_layout_is_refused(
         sample_pairs, tmp_path, monkeypatch):
     """A run directory written with Keras's per-variable AdamW (bert_tf
@@ -114,6 +116,7 @@ def test_resuming_a_checkpoint_of_another_optimizer_layout_is_refused(
             for p in checkpoints_dir.iterdir()} == before
 
 
+@pytest.mark.slow
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(sample_pairs,
                                                            tmp_path):
     from bert_tf import pretrain
@@ -207,6 +210,7 @@ for strategy in ("default", "mirrored"):
 """
 
 
+@pytest.mark.slow
 def test_mirrored_two_replicas_match_one_device(sample_pairs, tmp_path):
     """MirroredStrategy over 2 logical CPUs: the first 20 losses equal
     single-device training at the same global batch (within 1e-4)."""
@@ -255,6 +259,7 @@ def _free_ports(count):
     return ports
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_two_processes(sample_pairs, tmp_path):
     """Two workers on 127.0.0.1 train 20 steps and end with identical
     weights (the test bounds its own time and picks free ports)."""
@@ -294,6 +299,7 @@ def test_multi_worker_mirrored_two_processes(sample_pairs, tmp_path):
 @pytest.mark.parametrize("overrides", [["mixed_precision=mixed_bfloat16"],
                                        ["mixed_precision=mixed_float16"],
                                        ["trainer.jit_compile=true"]])
+@pytest.mark.slow
 def test_bfloat16_float16_and_xla_train_20_steps(sample_pairs, tmp_path, overrides):
     import keras
     from bert_tf import pretrain
@@ -310,6 +316,7 @@ def test_bfloat16_float16_and_xla_train_20_steps(sample_pairs, tmp_path, overrid
     assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
 
 
+@pytest.mark.slow
 def test_mlm_only_pretraining_with_clipping_leaves_the_pooler(sample_pairs,
                                                             tmp_path):
     """Without NSP the pooler gets no gradient: it is skipped, not a crash."""
@@ -328,6 +335,7 @@ def test_mlm_only_pretraining_with_clipping_leaves_the_pooler(sample_pairs,
         trainer.model.encoder.token_embedding.embeddings.numpy(), embeddings)
 
 
+@pytest.mark.slow
 def test_two_phase_schedule_continues_from_the_short_phase(sample_pairs,
                                                            tmp_path):
     """Phase 2 (longer sequences) starts from phase 1's checkpoint."""
