@@ -52,6 +52,7 @@ def test_init_from_bert_tf_directory_and_hf(tmp_path, minilm_dir, minilm):
         init.description
     fresh = BertEncoder.from_config_object(init.encoder)
     init.restore(fresh)
+    assert len(encoder.weights) == len(fresh.weights) > 0
     for a, b in zip(encoder.weights, fresh.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
@@ -84,7 +85,10 @@ def test_finetune_config_errors(tmp_path):
 
 def test_finetune_configs_in_repo_validate():
     from pathlib import Path
-    for path in sorted(Path("configs/finetune").glob("*.yaml")):
+    configs = sorted((Path(__file__).resolve().parents[1] / "configs" /
+                      "finetune").glob("*.yaml"))
+    assert len(configs) >= 11, configs
+    for path in configs:
         cfg = finetune.load(path)
         lines = []
         finetune.run(cfg, dry_run=True, log=lines.append)

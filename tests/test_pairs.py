@@ -65,7 +65,9 @@ def test_same_output_for_any_worker_count(sample_documents, bert_vocab,
                           dupe_factor=1, seed=5, workers=workers,
                           num_shards=2, **QUIET)
         digest = hashlib.sha256()
-        for path in sorted(out.glob("pairs-*")):
+        shards = sorted(out.glob("pairs-*.tfrecord"))
+        assert len(shards) == 2 and all(p.stat().st_size for p in shards)
+        for path in shards:
             digest.update(path.read_bytes())
         digests.append(digest.hexdigest())
     assert digests[0] == digests[1]
