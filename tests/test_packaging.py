@@ -2,6 +2,7 @@
 `bert-tf presets` reads the shipped configs and `bert-tf demo` finds the
 shipped demo script, not this checkout."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -36,9 +37,12 @@ def test_installed_package_runs_from_another_directory(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
+    # Only the install: no PYTHONPATH (or editable checkout) in the way.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
     def run(*args):
         done = subprocess.run(args, cwd=elsewhere, capture_output=True,
-                              text=True)
+                              text=True, env=env)
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 

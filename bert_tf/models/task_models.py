@@ -15,8 +15,35 @@ from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
                                     from_config_with_encoder, select_inputs)
 
 
+class TaskModel(CheckpointLayout, keras.Model):
+    """What every task model shares: it takes the encoder inputs by name
+    (other entries of a feature dict are dropped), keeps its head under
+    `CHECKPOINT_ROOT` and serializes with its encoder inside."""
+
+    CHECKPOINT_ROOT = None
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        return super().call(select_inputs(inputs, INPUT_NAMES),
+                            training=training, mask=mask, **kwargs)
+
+    def checkpoint_heads(self):
+        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
+        return {self.CHECKPOINT_ROOT: self.head}
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return from_config_with_encoder(cls, config)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertClassifier(CheckpointLayout, keras.Model):
+class BertClassifier(TaskModel):
     """Sentence or sentence-pair classification (or regression) with BERT.
 
     Dropout + dense on the encoder's pooled `[CLS]` output, as in the paper.
@@ -64,30 +91,16 @@ class BertClassifier(CheckpointLayout, keras.Model):
         self.num_classes = num_classes
         self.dropout = dropout
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        return super().call(select_inputs(inputs, INPUT_NAMES),
-                            training=training, mask=mask, **kwargs)
-
-    def checkpoint_heads(self):
-        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
-        return {self.CHECKPOINT_ROOT: self.head}
-
     def get_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **super().get_config(),
             "num_classes": self.num_classes,
             "dropout": self.dropout,
         }
 
-    @classmethod
-    def from_config(cls, config):
-        return from_config_with_encoder(cls, config)
-
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertSpanLabeler(CheckpointLayout, keras.Model):
+class BertSpanLabeler(TaskModel):
     """Extractive question answering (SQuAD) with BERT.
 
     The paper's start vector S and end vector E on every final hidden state:
@@ -131,28 +144,10 @@ class BertSpanLabeler(CheckpointLayout, keras.Model):
         sequence = encoder(inputs)["sequence_output"]
         super().__init__(inputs=inputs, outputs=self.head(sequence), **kwargs)
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        return super().call(select_inputs(inputs, INPUT_NAMES),
-                            training=training, mask=mask, **kwargs)
-
-    def checkpoint_heads(self):
-        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
-        return {self.CHECKPOINT_ROOT: self.head}
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return from_config_with_encoder(cls, config)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertTokenClassifier(CheckpointLayout, keras.Model):
+class BertTokenClassifier(TaskModel):
     """Token tagging (NER) with BERT: dropout + dense on every final hidden
     state T_i, float32 logits [batch, seq, num_labels].
 
@@ -201,26 +196,12 @@ class BertTokenClassifier(CheckpointLayout, keras.Model):
         self.num_labels = num_labels
         self.dropout = dropout
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        return super().call(select_inputs(inputs, INPUT_NAMES),
-                            training=training, mask=mask, **kwargs)
-
-    def checkpoint_heads(self):
-        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
-        return {self.CHECKPOINT_ROOT: self.head}
-
     def get_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **super().get_config(),
             "num_labels": self.num_labels,
             "dropout": self.dropout,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        return from_config_with_encoder(cls, config)
 
 
 TASK_MODELS = (BertClassifier, BertSpanLabeler, BertTokenClassifier)

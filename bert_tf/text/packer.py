@@ -11,7 +11,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.features import INPUT_NAMES
+from bert_tf.text.features import input_specs
 
 TRUNCATORS = ("round_robin", "waterfall")
 
@@ -108,9 +108,7 @@ class BertPacker(keras.layers.Layer):
     def compute_output_spec(self, segments):
         first = segments[0] if isinstance(segments, (tuple, list)) else \
             segments
-        shape = tuple(first.shape[:-1]) + (self.sequence_length,)
-        return {name: keras.KerasTensor(shape, dtype="int32")
-                for name in INPUT_NAMES}
+        return input_specs(first.shape[:-1], self.sequence_length)
 
     def get_config(self):
         config = super().get_config()

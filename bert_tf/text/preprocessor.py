@@ -7,7 +7,7 @@ serving graphs.
 
 import keras
 
-from bert_tf.text.features import INPUT_NAMES
+from bert_tf.text.features import input_specs
 from bert_tf.text.packer import BertPacker
 from bert_tf.text.tokenizer import BertTokenizer
 
@@ -59,9 +59,7 @@ class BertPreprocessor(keras.layers.Layer):
 
     def compute_output_spec(self, text):
         first = text[0] if isinstance(text, (tuple, list)) else text
-        shape = tuple(first.shape) + (self.sequence_length,)
-        return {name: keras.KerasTensor(shape, dtype="int32")
-                for name in INPUT_NAMES}
+        return input_specs(first.shape, self.sequence_length)
 
     def get_config(self):
         config = super().get_config()
