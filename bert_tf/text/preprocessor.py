@@ -9,7 +9,7 @@ import keras
 
 from bert_tf.text.features import input_specs
 from bert_tf.text.packer import BertPacker
-from bert_tf.text.tokenizer import BertTokenizer
+from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -62,14 +62,8 @@ class BertPreprocessor(keras.layers.Layer):
         return input_specs(first.shape, self.sequence_length)
 
     def get_config(self):
-        config = super().get_config()
-        config.pop("dtype", None)
-        config.update({
-            "vocabulary": self.tokenizer.vocabulary,
-            "sequence_length": self.sequence_length,
-            "lower_case": self.tokenizer.lower_case,
-            "strip_accents": self.tokenizer.strip_accents,
-            "truncator": self.packer.truncator,
-        })
-        return config
+        return preprocessor_config(
+            super().get_config(), self.tokenizer,
+            sequence_length=self.sequence_length,
+            truncator=self.packer.truncator)
 

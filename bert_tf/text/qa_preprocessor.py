@@ -24,7 +24,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.tokenizer import BertTokenizer
+from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
 from bert_tf.text.features import INPUT_NAMES
 from bert_tf.text.windows import gather_pieces, place, stride_windows
 
@@ -213,14 +213,7 @@ class QAPreprocessor(keras.layers.Layer):
         }
 
     def get_config(self):
-        config = super().get_config()
-        config.pop("dtype", None)
-        config.update({
-            "vocabulary": self.tokenizer.vocabulary,
-            "sequence_length": self.sequence_length,
-            "doc_stride": self.doc_stride,
-            "max_query_length": self.max_query_length,
-            "lower_case": self.tokenizer.lower_case,
-            "strip_accents": self.tokenizer.strip_accents,
-        })
-        return config
+        return preprocessor_config(
+            super().get_config(), self.tokenizer,
+            sequence_length=self.sequence_length, doc_stride=self.doc_stride,
+            max_query_length=self.max_query_length)

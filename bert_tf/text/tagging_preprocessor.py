@@ -16,7 +16,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.text.qa_preprocessor import byte_to_char_offsets
-from bert_tf.text.tokenizer import BertTokenizer
+from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
 from bert_tf.text.windows import gather_pieces, place, stride_windows
 
 
@@ -140,13 +140,6 @@ class TaggingPreprocessor(keras.layers.Layer):
         return features
 
     def get_config(self):
-        config = super().get_config()
-        config.pop("dtype", None)
-        config.update({
-            "vocabulary": self.tokenizer.vocabulary,
-            "sequence_length": self.sequence_length,
-            "doc_stride": self.doc_stride,
-            "lower_case": self.tokenizer.lower_case,
-            "strip_accents": self.tokenizer.strip_accents,
-        })
-        return config
+        return preprocessor_config(
+            super().get_config(), self.tokenizer,
+            sequence_length=self.sequence_length, doc_stride=self.doc_stride)

@@ -225,3 +225,14 @@ class BertTokenizer(keras.layers.Layer):
             "strip_accents": self.strip_accents,
         })
         return config
+
+
+def preprocessor_config(base, tokenizer, **fields):
+    """A preprocessor layer's `get_config`: the Layer's `base` config
+    without dtype (the outputs are always int32), the tokenizer's vocabulary
+    and casing, and the preprocessor's own `fields`."""
+    config = {k: v for k, v in base.items() if k != "dtype"}
+    config.update(vocabulary=tokenizer.vocabulary,
+                  lower_case=tokenizer.lower_case,
+                  strip_accents=tokenizer.strip_accents, **fields)
+    return config
