@@ -13,7 +13,7 @@ from pathlib import Path
 from bert_tf import presets
 # save_config and to_dict are re-exported: bert_tf.config is the API.
 from bert_tf.config_io import (  # noqa: F401
-    apply_overrides, check_choice as _check_choice, from_dict,
+    apply_overrides, check_choice as _check_choice, check_values, from_dict,
     join_key as _join, read_yaml, save_config, to_dict)
 
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
@@ -68,27 +68,17 @@ class EncoderConfig:
         return load_preset(name)
 
     def validate(self, where="encoder"):
-        for key in ("vocab_size", "hidden_size", "num_layers", "num_heads",
-                    "intermediate_size", "max_position_embeddings",
-                    "type_vocab_size"):
-            if getattr(self, key) <= 0:
-                raise ValueError(
-                    f"{where}.{key} = {getattr(self, key)}: sizes must be "
-                    "positive integers.")
+        check_values(self, where, (
+            "vocab_size", "hidden_size", "num_layers", "num_heads",
+            "intermediate_size", "max_position_embeddings", "type_vocab_size",
+            "initializer_range", "layer_norm_eps"), "> 0")
+        check_values(self, where, ("hidden_dropout", "attention_dropout"),
+                     "in [0, 1)")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"{where}.hidden_size = {self.hidden_size} is not divisible "
                 f"by {where}.num_heads = {self.num_heads}: every head gets "
                 "hidden_size / num_heads dimensions.")
-        for key in ("hidden_dropout", "attention_dropout"):
-            if not 0.0 <= getattr(self, key) < 1.0:
-                raise ValueError(
-                    f"{where}.{key} = {getattr(self, key)}: a dropout rate "
-                    "must be in [0, 1).")
-        for key in ("initializer_range", "layer_norm_eps"):
-            if getattr(self, key) <= 0:
-                raise ValueError(
-                    f"{where}.{key} = {getattr(self, key)}: must be > 0.")
         _check_choice(f"{where}.hidden_act", self.hidden_act,
                       HIDDEN_ACTIVATIONS)
         _check_choice(f"{where}.attention", self.attention, ATTENTION_KINDS)
@@ -160,22 +150,15 @@ class OptimizerConfig:
 
     def validate(self, where="optimizer"):
         _check_choice(f"{where}.name", self.name, OPTIMIZERS)
-        if self.learning_rate <= 0:
-            raise ValueError(f"{where}.learning_rate = {self.learning_rate}: "
-                             "must be > 0.")
-        for key in ("warmup_steps", "decay_steps", "weight_decay",
-                    "clipnorm", "end_learning_rate"):
-            if getattr(self, key) < 0:
-                raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
-                                 "must be >= 0.")
+        check_values(self, where, ("learning_rate",), "> 0")
+        check_values(self, where, ("warmup_steps", "decay_steps",
+                                   "weight_decay", "clipnorm",
+                                   "end_learning_rate"), ">= 0")
         if self.decay_steps and self.decay_steps < self.warmup_steps:
             raise ValueError(
                 f"{where}.decay_steps = {self.decay_steps} is shorter than "
                 f"{where}.warmup_steps = {self.warmup_steps}.")
-        if self.gradient_accumulation_steps < 1:
-            raise ValueError(
-                f"{where}.gradient_accumulation_steps = "
-                f"{self.gradient_accumulation_steps}: must be >= 1.")
+        check_values(self, where, ("gradient_accumulation_steps",), ">= 1")
         return self
 
 
@@ -207,14 +190,10 @@ class TrainerConfig:
     seed: int = 0
 
     def validate(self, where="trainer"):
-        for key in ("train_steps", "steps_per_loop", "checkpoint_every",
-                    "keep_checkpoints", "eval_steps"):
-            if getattr(self, key) <= 0:
-                raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
-                                 "must be > 0.")
-        if self.eval_every < 0:
-            raise ValueError(f"{where}.eval_every = {self.eval_every}: must "
-                             "be >= 0.")
+        check_values(self, where, ("train_steps", "steps_per_loop",
+                                   "checkpoint_every", "keep_checkpoints",
+                                   "eval_steps"), "> 0")
+        check_values(self, where, ("eval_every",), ">= 0")
         return self
 
 
@@ -251,19 +230,15 @@ class DataConfig:
         for key in ("train_files", "vocab"):
             if not getattr(self, key):
                 raise ValueError(f"{where}.{key} is required.")
-        for key in ("seq_length", "max_predictions_per_seq",
-                    "global_batch_size", "shuffle_buffer"):
-            if getattr(self, key) <= 0:
-                raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
-                                 "must be > 0.")
+        check_values(self, where, ("seq_length", "max_predictions_per_seq",
+                                   "global_batch_size", "shuffle_buffer"),
+                     "> 0")
         if self.max_predictions_per_seq > self.seq_length:
             raise ValueError(
                 f"{where}.max_predictions_per_seq = "
                 f"{self.max_predictions_per_seq} exceeds {where}.seq_length "
                 f"= {self.seq_length}.")
-        if not 0.0 < self.masking_rate < 1.0:
-            raise ValueError(f"{where}.masking_rate = {self.masking_rate}: "
-                             "must be in (0, 1).")
+        check_values(self, where, ("masking_rate",), "in (0, 1)")
         return self
 
 
@@ -388,17 +363,23 @@ class TaskConfig:
     tag_scheme: str = "bio"
     max_entities: int = 32
 
+    def split_args(self):
+        """Where every task's data loader finds its splits: keyword arguments
+        `data_dir`, `seed`, `train`, `validation` and `test`."""
+        return {"data_dir": self.data_dir or None, "seed": self.seed,
+                "train": self.train_file,
+                "validation": self.validation_file or None,
+                "test": self.test_file or None}
+
     def validate(self, where="task"):
         if self.name == "local" and not self.train_file:
             raise ValueError(f"{where}.train_file is required for a local "
                              "task.")
         _check_choice(f"{where}.tag_scheme", self.tag_scheme,
                       ("bio", "iob1", "iobes"))
-        for key in ("doc_stride", "max_query_length", "max_answer_length",
-                    "n_best_size", "max_entities"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"{where}.{key} = {getattr(self, key)}: "
-                                 "must be >= 1.")
+        check_values(self, where, ("doc_stride", "max_query_length",
+                                   "max_answer_length", "n_best_size",
+                                   "max_entities"), ">= 1")
         return self
 
 
@@ -456,10 +437,8 @@ class FinetuneConfig:
         self.task.validate(_join(where, "task"))
         self.encoder.validate(_join(where, "encoder"))
         _validate_run(self, where)
-        for key in ("seq_length", "batch_size", "eval_batch_size"):
-            if getattr(self, key) <= 0:
-                raise ValueError(f"{_join(where, key)} = "
-                                 f"{getattr(self, key)}: must be > 0.")
+        check_values(self, where, ("seq_length", "batch_size",
+                                   "eval_batch_size"), "> 0")
         if self.seq_length < 3:
             raise ValueError(f"{_join(where, 'seq_length')} = "
                              f"{self.seq_length}: must be >= 3.")
@@ -467,9 +446,7 @@ class FinetuneConfig:
             raise ValueError(
                 f"{_join(where, 'epochs')} must be >= 0 and "
                 f"{_join(where, 'warmup_share')} in [0, 1).")
-        if not 0 <= self.head_dropout < 1:
-            raise ValueError(f"{_join(where, 'head_dropout')} = "
-                             f"{self.head_dropout}: must be in [0, 1).")
+        check_values(self, where, ("head_dropout",), "in [0, 1)")
         if not self.init and not self.vocab:
             raise ValueError(
                 f"{_join(where, 'vocab')} is required when training from "

@@ -25,6 +25,26 @@ def check_choice(key, value, choices):
             f"{key} = {value!r}: must be one of {', '.join(choices)}.")
 
 
+# The numeric rules `check_values` knows, by the words its errors use.
+VALUE_RULES = {
+    "> 0": lambda v: v > 0,
+    ">= 0": lambda v: v >= 0,
+    ">= 1": lambda v: v >= 1,
+    "in [0, 1)": lambda v: 0 <= v < 1,
+    "in (0, 1)": lambda v: 0 < v < 1,
+}
+
+
+def check_values(cfg, where, keys, rule):
+    """Raises a ValueError naming `where.key`, its value and `rule` (a key of
+    VALUE_RULES) for the first of `keys` whose value breaks the rule."""
+    for key in keys:
+        value = getattr(cfg, key)
+        if not VALUE_RULES[rule](value):
+            raise ValueError(
+                f"{join_key(where, key)} = {value}: must be {rule}.")
+
+
 def join_key(prefix, key):
     """`prefix.key` (just `key` at the top level)."""
     return f"{prefix}.{key}" if prefix else key

@@ -64,8 +64,7 @@ def test_hidden_not_divisible_by_heads():
                                  "num_heads", "intermediate_size",
                                  "max_position_embeddings"])
 def test_non_positive_sizes(key):
-    with pytest.raises(ValueError, match=f"encoder.{key} = 0: sizes must be "
-                                         "positive"):
+    with pytest.raises(ValueError, match=f"encoder.{key} = 0: must be > 0"):
         config.load_config(presets.preset_path("bert_tiny"),
                            overrides=[f"encoder.{key}=0"])
 

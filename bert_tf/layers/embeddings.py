@@ -3,13 +3,12 @@
 import keras
 from keras import ops
 
-
-def truncated_normal(stddev):
-    return keras.initializers.TruncatedNormal(stddev=stddev)
+# truncated_normal is re-exported: it lived here first.
+from bert_tf.layers.base import ConfigLayer, truncated_normal  # noqa: F401
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(ConfigLayer):
     """Sum of token, segment and position embeddings, normalized.
 
     Args:
@@ -29,18 +28,16 @@ class BertEmbeddings(keras.layers.Layer):
     (2, 5, 8)
     """
 
+    CONFIG_ARGS = ("vocab_size", "hidden_size", "max_position_embeddings",
+                   "type_vocab_size", "dropout", "initializer_range",
+                   "layer_norm_eps")
+
     def __init__(self, vocab_size, hidden_size, max_position_embeddings=512,
                  type_vocab_size=2, dropout=0.1, initializer_range=0.02,
                  layer_norm_eps=1e-12, **kwargs):
         super().__init__(**kwargs)
         # === Config ===
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.dropout_rate = dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
+        self.keep_config(locals())
 
         # === Layers ===
         init = truncated_normal(initializer_range)
@@ -78,16 +75,3 @@ class BertEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, word_ids_shape, type_ids_shape=None):
         return tuple(word_ids_shape) + (self.hidden_size,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "max_position_embeddings": self.max_position_embeddings,
-            "type_vocab_size": self.type_vocab_size,
-            "dropout": self.dropout_rate,
-            "initializer_range": self.initializer_range,
-            "layer_norm_eps": self.layer_norm_eps,
-        })
-        return config

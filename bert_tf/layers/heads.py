@@ -7,7 +7,7 @@ softmax and losses run in float32.
 import keras
 from keras import ops
 
-from bert_tf.layers.embeddings import truncated_normal
+from bert_tf.layers.base import ConfigLayer, truncated_normal
 from bert_tf.layers.transformer import activation
 
 
@@ -18,7 +18,7 @@ def gather_positions(sequence, positions):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class MaskedLMHead(keras.layers.Layer):
+class MaskedLMHead(ConfigLayer):
     """Predicts the original tokens at `masked_lm_positions` only.
 
     dense + activation + LayerNorm, then logits = x · Eᵀ + bias, where E is
@@ -43,16 +43,15 @@ class MaskedLMHead(keras.layers.Layer):
     (2, 2, 50)
     """
 
+    CONFIG_ARGS = ("vocab_size", "hidden_size", "hidden_act", "layer_norm_eps",
+                   "initializer_range")
+
     def __init__(self, vocab_size, hidden_size, hidden_act="gelu",
                  layer_norm_eps=1e-12, initializer_range=0.02,
                  token_embedding=None, **kwargs):
         super().__init__(**kwargs)
         # === Config ===
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.hidden_act = hidden_act
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
+        self.keep_config(locals())
         self._activation = activation(hidden_act)
 
         # === Layers ===
@@ -91,20 +90,9 @@ class MaskedLMHead(keras.layers.Layer):
             tuple(masked_lm_positions.shape) + (self.vocab_size,),
             dtype="float32")
 
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "hidden_act": self.hidden_act,
-            "layer_norm_eps": self.layer_norm_eps,
-            "initializer_range": self.initializer_range,
-        })
-        return config
-
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class ClassificationHead(keras.layers.Layer):
+class ClassificationHead(ConfigLayer):
     """Dropout + dense on a pooled vector: K-way logits (K=1: regression).
 
     Args:
@@ -119,13 +107,13 @@ class ClassificationHead(keras.layers.Layer):
     (4, 3)
     """
 
+    CONFIG_ARGS = ("num_classes", "dropout", "initializer_range")
+
     def __init__(self, num_classes, dropout=0.1, initializer_range=0.02,
                  **kwargs):
         super().__init__(**kwargs)
         # === Config ===
-        self.num_classes = num_classes
-        self.dropout_rate = dropout
-        self.initializer_range = initializer_range
+        self.keep_config(locals())
 
         # === Layers ===
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
@@ -146,15 +134,6 @@ class ClassificationHead(keras.layers.Layer):
         return keras.KerasTensor(
             tuple(pooled_output.shape[:-1]) + (self.num_classes,),
             dtype="float32")
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "num_classes": self.num_classes,
-            "dropout": self.dropout_rate,
-            "initializer_range": self.initializer_range,
-        })
-        return config
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -182,7 +161,7 @@ class NextSentenceHead(ClassificationHead):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class SpanHead(keras.layers.Layer):
+class SpanHead(ConfigLayer):
     """Start and end logits per token: the paper's vectors S and E.
 
     One dense layer with two outputs on every final hidden state T_i;
@@ -198,10 +177,12 @@ class SpanHead(keras.layers.Layer):
     ((2, 5), (2, 5))
     """
 
+    CONFIG_ARGS = ("initializer_range",)
+
     def __init__(self, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         # === Config ===
-        self.initializer_range = initializer_range
+        self.keep_config(locals())
 
         # === Layers ===
         self.dense = keras.layers.Dense(
@@ -220,8 +201,3 @@ class SpanHead(keras.layers.Layer):
         shape = tuple(sequence_output.shape[:-1])
         return {name: keras.KerasTensor(shape, dtype="float32")
                 for name in ("start_logits", "end_logits")}
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"initializer_range": self.initializer_range})
-        return config

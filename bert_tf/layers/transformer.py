@@ -11,7 +11,7 @@ import math
 import keras
 from keras import ops
 
-from bert_tf.layers.embeddings import truncated_normal
+from bert_tf.layers.base import ConfigLayer, truncated_normal
 
 # Added to the logits of masked-out keys; exp() of it is exactly 0 in float32.
 _MASK_LOGIT = -1e9
@@ -41,7 +41,7 @@ def attention_logit_bias(input_mask, causal):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class MultiHeadSelfAttention(keras.layers.Layer):
+class MultiHeadSelfAttention(ConfigLayer):
     """Multi-head scaled dot-product self-attention with a padding mask.
 
     Args:
@@ -59,6 +59,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     (2, 5, 8)
     """
 
+    CONFIG_ARGS = ("hidden_size", "num_heads", "dropout", "initializer_range",
+                   "causal")
+
     def __init__(self, hidden_size, num_heads, dropout=0.1,
                  initializer_range=0.02, causal=False, **kwargs):
         super().__init__(**kwargs)
@@ -67,12 +70,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 f"hidden_size = {hidden_size} is not divisible by num_heads "
                 f"= {num_heads}.")
         # === Config ===
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
+        self.keep_config(locals())
         self.head_size = hidden_size // num_heads
-        self.dropout_rate = dropout
-        self.initializer_range = initializer_range
-        self.causal = causal
 
         # === Layers ===
         init = truncated_normal(initializer_range)
@@ -108,20 +107,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape
 
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "hidden_size": self.hidden_size,
-            "num_heads": self.num_heads,
-            "dropout": self.dropout_rate,
-            "initializer_range": self.initializer_range,
-            "causal": self.causal,
-        })
-        return config
-
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class TransformerBlock(keras.layers.Layer):
+class TransformerBlock(ConfigLayer):
     """Post-LayerNorm block: x = LN(x + Attn(x)); x = LN(x + FFN(x)).
 
     Args:
@@ -144,21 +132,17 @@ class TransformerBlock(keras.layers.Layer):
     (2, 5, 8)
     """
 
+    CONFIG_ARGS = ("hidden_size", "num_heads", "intermediate_size",
+                   "hidden_act", "hidden_dropout", "attention_dropout",
+                   "initializer_range", "layer_norm_eps", "causal")
+
     def __init__(self, hidden_size, num_heads, intermediate_size,
                  hidden_act="gelu", hidden_dropout=0.1, attention_dropout=0.1,
                  initializer_range=0.02, layer_norm_eps=1e-12, causal=False,
                  **kwargs):
         super().__init__(**kwargs)
         # === Config ===
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout = hidden_dropout
-        self.attention_dropout = attention_dropout
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
-        self.causal = causal
+        self.keep_config(locals())
         self._activation = activation(hidden_act)
 
         # === Layers ===
@@ -202,18 +186,3 @@ class TransformerBlock(keras.layers.Layer):
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "hidden_size": self.hidden_size,
-            "num_heads": self.num_heads,
-            "intermediate_size": self.intermediate_size,
-            "hidden_act": self.hidden_act,
-            "hidden_dropout": self.hidden_dropout,
-            "attention_dropout": self.attention_dropout,
-            "initializer_range": self.initializer_range,
-            "layer_norm_eps": self.layer_norm_eps,
-            "causal": self.causal,
-        })
-        return config

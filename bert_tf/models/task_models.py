@@ -18,9 +18,39 @@ from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
 class TaskModel(CheckpointLayout, keras.Model):
     """What every task model shares: it takes the encoder inputs by name
     (other entries of a feature dict are dropped), keeps its head under
-    `CHECKPOINT_ROOT` and serializes with its encoder inside."""
+    `CHECKPOINT_ROOT` and serializes with its encoder and `CONFIG_ARGS`."""
 
     CHECKPOINT_ROOT = None
+    CONFIG_ARGS = ()
+
+    def _build(self, encoder, head, encoder_output, **kwargs):
+        """Keeps `encoder` and `head`, then builds the functional model:
+        `head` on the encoder's `encoder_output` for the encoder inputs."""
+        # === Layers ===
+        self.encoder = encoder
+        self.head = head
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        features = encoder(inputs)[encoder_output]
+        super().__init__(inputs=inputs, outputs=head(features), **kwargs)
+
+    def _build_dense(self, encoder, count_arg, count, dropout,
+                     encoder_output, **kwargs):
+        """`_build` with dropout + a dense layer of `count` outputs (the
+        constructor argument `count_arg`) as the head."""
+        if count < 1:
+            raise ValueError(f"{count_arg} = {count}: must be >= 1.")
+        head = ClassificationHead(count, dropout, **self._head_args(encoder))
+        self._build(encoder, head, encoder_output, **kwargs)
+        # === Config ===
+        setattr(self, count_arg, count)
+        self.dropout = dropout
+
+    def _head_args(self, encoder):
+        """What every head takes from the encoder, and its name."""
+        return {"initializer_range": encoder.config.initializer_range,
+                "dtype": encoder.dtype_policy, "name": self.CHECKPOINT_ROOT}
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         return super().call(select_inputs(inputs, INPUT_NAMES),
@@ -35,6 +65,7 @@ class TaskModel(CheckpointLayout, keras.Model):
             "name": self.name,
             "trainable": self.trainable,
             "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **{arg: getattr(self, arg) for arg in self.CONFIG_ARGS},
         }
 
     @classmethod
@@ -71,32 +102,11 @@ class BertClassifier(TaskModel):
     """
 
     CHECKPOINT_ROOT = "classifier"
+    CONFIG_ARGS = ("num_classes", "dropout")
 
     def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
-        if num_classes < 1:
-            raise ValueError(f"num_classes = {num_classes}: must be >= 1 "
-                             "(1 for regression).")
-        # === Layers ===
-        self.encoder = encoder
-        self.head = ClassificationHead(
-            num_classes, dropout, encoder.config.initializer_range,
-            dtype=encoder.dtype_policy, name=self.CHECKPOINT_ROOT)
-
-        # === Functional model ===
-        inputs = encoder_inputs()
-        pooled = encoder(inputs)["pooled_output"]
-        super().__init__(inputs=inputs, outputs=self.head(pooled), **kwargs)
-
-        # === Config ===
-        self.num_classes = num_classes
-        self.dropout = dropout
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-        }
+        self._build_dense(encoder, "num_classes", num_classes, dropout,
+                          "pooled_output", **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -133,17 +143,8 @@ class BertSpanLabeler(TaskModel):
     CHECKPOINT_ROOT = "span_labeler"
 
     def __init__(self, encoder, **kwargs):
-        # === Layers ===
-        self.encoder = encoder
-        self.head = SpanHead(encoder.config.initializer_range,
-                             dtype=encoder.dtype_policy,
-                             name=self.CHECKPOINT_ROOT)
-
-        # === Functional model ===
-        inputs = encoder_inputs()
-        sequence = encoder(inputs)["sequence_output"]
-        super().__init__(inputs=inputs, outputs=self.head(sequence), **kwargs)
-
+        self._build(encoder, SpanHead(**self._head_args(encoder)),
+                    "sequence_output", **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -177,31 +178,11 @@ class BertTokenClassifier(TaskModel):
     """
 
     CHECKPOINT_ROOT = "token_classifier"
+    CONFIG_ARGS = ("num_labels", "dropout")
 
     def __init__(self, encoder, num_labels, dropout=0.1, **kwargs):
-        if num_labels < 1:
-            raise ValueError(f"num_labels = {num_labels}: must be >= 1.")
-        # === Layers ===
-        self.encoder = encoder
-        self.head = ClassificationHead(
-            num_labels, dropout, encoder.config.initializer_range,
-            dtype=encoder.dtype_policy, name=self.CHECKPOINT_ROOT)
-
-        # === Functional model ===
-        inputs = encoder_inputs()
-        sequence = encoder(inputs)["sequence_output"]
-        super().__init__(inputs=inputs, outputs=self.head(sequence), **kwargs)
-
-        # === Config ===
-        self.num_labels = num_labels
-        self.dropout = dropout
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "num_labels": self.num_labels,
-            "dropout": self.dropout,
-        }
+        self._build_dense(encoder, "num_labels", num_labels, dropout,
+                          "sequence_output", **kwargs)
 
 
 TASK_MODELS = (BertClassifier, BertSpanLabeler, BertTokenClassifier)

@@ -80,9 +80,7 @@ class Classification(Task):
     @classmethod
     def load_data(cls, t):
         return load_task(
-            t.name, data_dir=t.data_dir or None, seed=t.seed,
-            train=t.train_file, validation=t.validation_file or None,
-            test=t.test_file or None, text=t.text, text_b=t.text_b,
+            t.name, **t.split_args(), text=t.text, text_b=t.text_b,
             label=t.label, labels=t.labels or None, regression=t.regression,
             fmt=t.format or None)
 

@@ -49,9 +49,7 @@ class SpanQA(Task):
 
     @classmethod
     def load_data(cls, t):
-        return load_qa(t.name, data_dir=t.data_dir or None, seed=t.seed,
-                       train=t.train_file, validation=t.validation_file or
-                       None, test=t.test_file or None)
+        return load_qa(t.name, **t.split_args())
 
     @classmethod
     def make_spec(cls, cfg, data, encoder_config, vocab):

@@ -79,9 +79,7 @@ class Tagging(Task):
 
     @classmethod
     def load_data(cls, t):
-        return load_tagging(t.name, data_dir=t.data_dir or None, seed=t.seed,
-                            train=t.train_file, validation=t.validation_file
-                            or None, test=t.test_file or None,
+        return load_tagging(t.name, **t.split_args(),
                             tag_column=t.tag_column, scheme=t.tag_scheme)
 
     @classmethod
