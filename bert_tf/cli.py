@@ -97,7 +97,8 @@ def _finetune(args):
 def _export(args):
     from bert_tf.serving.export import export_model
 
-    export_model(args.checkpoint, args.out, overwrite=args.overwrite)
+    export_model(args.checkpoint, args.out, overwrite=args.overwrite,
+                 fixed_length=args.fixed_length)
 
 
 def _predict(args):
@@ -237,6 +238,10 @@ def build_parser():
                    help="export/NAME/VERSION (VERSION a number)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing export")
+    p.add_argument("--fixed-length", action="store_true",
+                   help="run every request at the full sequence length "
+                        "(for XLA or TPU serving; default: each batch at "
+                        "the length bucket of its longest text)")
     p.set_defaults(func=_export)
 
     p = sub.add_parser("predict", help="answer raw text with an exported "

@@ -18,6 +18,7 @@ from bert_tf.config_io import (  # noqa: F401
 
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
 ATTENTION_KINDS = ("bidirectional", "causal")
+POOLINGS = ("cls", "mean")
 
 
 @dataclasses.dataclass
@@ -399,6 +400,10 @@ class FinetuneConfig:
         seq_length: packed input length (longer inputs are truncated).
         head_dropout: dropout before the task head's output layer
             (`dropout` before 0.2, still read with a warning).
+        pooling: what a classifier's head reads: `cls` (the pooled `[CLS]`,
+            as in the paper) or `mean` (the mean of the final hidden states
+            of the real tokens, what sentence-embedding models such as
+            all-MiniLM-L6-v2 were trained to make).
         batch_size: global training batch size.
         eval_batch_size: batch size of evaluation.
         epochs: passes over the training data; sets `trainer.train_steps`,
@@ -419,6 +424,7 @@ class FinetuneConfig:
     vocab: str = ""
     seq_length: int = 128
     head_dropout: float = 0.1
+    pooling: str = "cls"
     batch_size: int = 32
     eval_batch_size: int = 64
     epochs: float = 3.0
@@ -447,6 +453,7 @@ class FinetuneConfig:
                 f"{_join(where, 'epochs')} must be >= 0 and "
                 f"{_join(where, 'warmup_share')} in [0, 1).")
         check_values(self, where, ("head_dropout",), "in [0, 1)")
+        _check_choice(_join(where, "pooling"), self.pooling, POOLINGS)
         if not self.init and not self.vocab:
             raise ValueError(
                 f"{_join(where, 'vocab')} is required when training from "

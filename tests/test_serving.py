@@ -17,6 +17,7 @@ from bert_tf import cli
 from bert_tf.tasks.classification import WARMUP_TEXTS, load_classifier
 from bert_tf.serving import export as export_lib
 from bert_tf.text.preprocessor import BertPreprocessor
+from conftest import assert_buckets_match_fixed_length
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = ["the film was good and long", "the film was awful", "", "dull"]
@@ -244,7 +245,9 @@ def test_warmup_requests_are_prediction_logs(exported):
     out = exported[0]
     records = list(tf.data.TFRecordDataset(
         str(out / "assets.extra" / "tf_serving_warmup_requests")))
-    assert len(records) == len(WARMUP_TEXTS)
+    # The examples, one filler per length bucket (8 and 16), the largest
+    # batch.
+    assert len(records) == len(WARMUP_TEXTS) + 3
     loaded = export_lib.load_exported(out)
     for record, text in zip(records, WARMUP_TEXTS):
         predict_log = _fields(record.numpy())[6][0]  # PredictionLog.predict_log
@@ -259,6 +262,20 @@ def test_warmup_requests_are_prediction_logs(exported):
         assert value.tolist() == [text.encode()]
         result = loaded.signatures["serving_default"](text=tf.constant(value))
         assert result["label"].shape == (1,)
+
+
+@pytest.mark.slow
+def test_length_buckets_answer_like_the_fixed_length_graph(exported,
+                                                          tmp_path):
+    out, _, lines, run_dir = exported
+    assert "sequence lengths 8, 16" in "\n".join(lines)
+    batching = (out.parent.parent / "batching_parameters.txt").read_text()
+    assert "max_batch_size { value: 32 }" in batching
+    assert "allowed_batch_sizes: 1\n" in batching
+    long_text = "the film was good " * 10
+    requests = [{"text": [t]} for t in TEXTS + [long_text]]
+    requests.append({"text": TEXTS + [long_text]})
+    assert_buckets_match_fixed_length(run_dir, out, tmp_path, requests)
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from bert_tf.tasks.span_decoding import decode_answers
 from bert_tf.tasks.span_qa import SpanQA
 from bert_tf.tasks.squad_metrics import f1_score, squad_v1, squad_v2
 from bert_tf.text.qa_preprocessor import QAPreprocessor
+from conftest import assert_buckets_match_fixed_length
 from squad_reference import reference_answers
 from test_serving import _compile_serving_check
 from toy_qa import ENCODER, toy_qa_config, write_toy_qa
@@ -325,6 +326,19 @@ def test_export_answers_like_evaluation_and_slices_the_context(
             assert served["answer"][i] == served["top_answers"][i, 0]
     assert served["top_answers"].shape == (4, 20)
     assert (served["count"] <= 20).all()
+
+
+@pytest.mark.slow
+def test_length_buckets_answer_like_the_fixed_length_graph(
+        qa_run, qa_export, tmp_path):
+    questions = ["Who made the film?", "Where was the film made?", "Who?"]
+    contexts = ["The film was made by Cleo in Rome .",
+                "a day . " * 30 + "The film was made by Eve in Lima .", ""]
+    requests = [{"question": [q], "context": [c]}
+                for q, c in zip(questions, contexts)]
+    requests.append({"question": questions, "context": contexts})
+    assert_buckets_match_fixed_length(qa_run[0] / "run", qa_export[0],
+                                      tmp_path, requests)
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ from bert_tf.tasks.tagging import entity_scores
 from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
 from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
 from test_serving import _compile_serving_check
+from conftest import assert_buckets_match_fixed_length
 from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
 
 LABELS = ("O", "B-LOC", "I-LOC", "B-PER", "I-PER")
@@ -207,6 +208,15 @@ def test_export_returns_entities_with_offsets(tag_export):
             assert text[result["start"][i, j]:result["end"][i, j]] == \
                 result["text"][i, j].decode()
     assert "PER" in [t.decode() for t in result["type"][0]]
+
+
+@pytest.mark.slow
+def test_length_buckets_answer_like_the_fixed_length_graph(
+        tag_run, tag_export, tmp_path):
+    texts = ["Ann met Cleo in Paris .", "", "Dan went to Rome " * 20]
+    requests = [{"text": [t]} for t in texts] + [{"text": texts}]
+    assert_buckets_match_fixed_length(tag_run[0] / "run", tag_export[0],
+                                      tmp_path, requests)
 
 
 @pytest.mark.slow

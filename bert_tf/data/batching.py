@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-LENGTH_BUCKETS = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384)
+from bert_tf.text.features import LENGTH_BUCKETS
 
 
 def bucket_by_length(dataset, batch_size, sequence_length,

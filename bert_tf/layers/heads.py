@@ -137,6 +137,26 @@ class ClassificationHead(ConfigLayer):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
+class MaskedMeanPool(keras.layers.Layer):
+    """The mean of a sequence's vectors over its real (mask 1) positions.
+
+    Example:
+    >>> import numpy as np
+    >>> x = np.arange(6, dtype="float32").reshape(1, 3, 2)
+    >>> MaskedMeanPool()(x, np.array([[1, 1, 0]])).numpy().tolist()
+    [[1.0, 2.0]]
+    """
+
+    def call(self, sequence, input_mask):
+        mask = ops.cast(input_mask, sequence.dtype)[..., None]
+        count = ops.maximum(ops.sum(mask, axis=1), 1.0)
+        return ops.sum(sequence * mask, axis=1) / count
+
+    def compute_output_shape(self, sequence_shape, input_mask_shape=None):
+        return (sequence_shape[0], sequence_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
 class NextSentenceHead(ClassificationHead):
     """Binary IsNext (0) / NotNext (1) classifier on the pooled `[CLS]`.
 

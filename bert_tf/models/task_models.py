@@ -9,7 +9,7 @@ them alike.
 
 import keras
 
-from bert_tf.layers.heads import ClassificationHead, SpanHead
+from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool, SpanHead
 from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
                                     from_config_with_encoder, select_inputs)
@@ -25,14 +25,20 @@ class TaskModel(CheckpointLayout, keras.Model):
 
     def _build(self, encoder, head, encoder_output, **kwargs):
         """Keeps `encoder` and `head`, then builds the functional model:
-        `head` on the encoder's `encoder_output` for the encoder inputs."""
+        `head` on the encoder's `encoder_output` for the encoder inputs
+        (`mean_pooled`: the mean of `sequence_output` over real tokens)."""
         # === Layers ===
         self.encoder = encoder
         self.head = head
 
         # === Functional model ===
         inputs = encoder_inputs()
-        features = encoder(inputs)[encoder_output]
+        outputs = encoder(inputs)
+        if encoder_output == "mean_pooled":
+            features = MaskedMeanPool(dtype=encoder.dtype_policy)(
+                outputs["sequence_output"], inputs["input_mask"])
+        else:
+            features = outputs[encoder_output]
         super().__init__(inputs=inputs, outputs=head(features), **kwargs)
 
     def _build_dense(self, encoder, count_arg, count, dropout,
@@ -85,6 +91,8 @@ class BertClassifier(TaskModel):
         encoder: a `BertEncoder`.
         num_classes: number of classes (1: regression).
         dropout: dropout rate before the output layer.
+        pooling: `cls`, the pooled `[CLS]` output (the paper), or `mean`,
+            the mean of the final hidden states of the real tokens.
 
     Example:
     >>> import numpy as np, keras
@@ -102,11 +110,17 @@ class BertClassifier(TaskModel):
     """
 
     CHECKPOINT_ROOT = "classifier"
-    CONFIG_ARGS = ("num_classes", "dropout")
+    CONFIG_ARGS = ("num_classes", "dropout", "pooling")
+    POOLED = {"cls": "pooled_output", "mean": "mean_pooled"}
 
-    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, pooling="cls",
+                 **kwargs):
+        if pooling not in self.POOLED:
+            raise ValueError(f"pooling = {pooling!r}: must be one of "
+                             f"{', '.join(self.POOLED)}.")
         self._build_dense(encoder, "num_classes", num_classes, dropout,
-                          "pooled_output", **kwargs)
+                          self.POOLED[pooling], **kwargs)
+        self.pooling = pooling
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

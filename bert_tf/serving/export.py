@@ -157,11 +157,31 @@ def update_models_config(export_root):
     return path
 
 
+def write_batching_parameters(export_root, batch_sizes, threads=2,
+                              timeout_micros=2000):
+    """Writes `export_root/batching_parameters.txt`, TF Serving's
+    `--batching_parameters_file`: requests are merged into batches of
+    `batch_sizes` (the sizes the warm-up ran), waiting at most
+    `timeout_micros` for a batch to fill. Each batch then runs at the
+    length bucket of its longest text, so short texts stay cheap."""
+    path = Path(export_root) / "batching_parameters.txt"
+    path.write_text(
+        "# Written by `bert-tf export`. Serve with --enable_batching "
+        "--batching_parameters_file=/models/batching_parameters.txt\n"
+        f"max_batch_size {{ value: {max(batch_sizes)} }}\n"
+        f"batch_timeout_micros {{ value: {timeout_micros} }}\n"
+        "max_enqueued_batches { value: 100 }\n"
+        f"num_batch_threads {{ value: {threads} }}\n"
+        + "".join(f"allowed_batch_sizes: {size}\n" for size in batch_sizes))
+    return path
+
+
 def _directory_bytes(path):
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
 
-def export_model(checkpoint, out, log=print, overwrite=False):
+def export_model(checkpoint, out, log=print, overwrite=False,
+                 fixed_length=False):
     """Writes the SavedModel of a fine-tuned model of any task kind.
 
     Args:
@@ -169,6 +189,8 @@ def export_model(checkpoint, out, log=print, overwrite=False):
         out: `export/NAME/VERSION` (VERSION a number, as TF Serving wants).
         log: where the export report goes.
         overwrite: replace an existing export.
+        fixed_length: run every request at the model's full sequence length
+            (XLA or TPU serving) instead of its length bucket.
 
     Returns:
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
@@ -196,7 +218,7 @@ def export_model(checkpoint, out, log=print, overwrite=False):
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     vocab_path = vocab.save(staging / "vocab.txt")
-    module = task.serving_module(model, vocab, vocab_path)
+    module = task.serving_module(model, vocab, vocab_path, fixed_length)
     tf.saved_model.save(module, str(staging / "model"),
                         signatures=module.signatures())
     saved = staging / "model"
@@ -212,6 +234,8 @@ def export_model(checkpoint, out, log=print, overwrite=False):
     saved.replace(out)
     shutil.rmtree(staging)
     config_path = update_models_config(out.parent.parent)
+    batching_path = write_batching_parameters(out.parent.parent,
+                                              module.BATCH_SIZES)
     size = _directory_bytes(out)
     what = ", ".join(f"{k} {spec[k]}" for k in ("labels", "version_2")
                      if k in spec)
@@ -227,8 +251,9 @@ def export_model(checkpoint, out, log=print, overwrite=False):
         f"{len(ops['tf_text'])} tf-text op types "
         f"({', '.join(sorted(ops['tf_text']))}); no PyFunc")
     log(f"wrote {out / 'assets.extra' / 'tf_serving_warmup_requests'} "
-        f"({len(requests)} requests)")
-    log(f"updated {config_path}")
+        f"({len(requests)} requests; sequence lengths "
+        f"{', '.join(map(str, module.lengths))})")
+    log(f"updated {config_path} and {batching_path}")
     return {"path": out, "ops": ops, "bytes": size, "kind": task.kind,
             "signatures": list(module.signatures())}
 
@@ -264,4 +289,5 @@ def predict_texts(loaded, texts, texts_b=None):
 
 __all__ = ["export_model", "audit_ops", "exported_kind",
            "load_exported", "predict_texts", "update_models_config",
+           "write_batching_parameters",
            "tf_text_op_libraries"]

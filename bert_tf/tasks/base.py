@@ -19,6 +19,7 @@ import yaml
 
 from bert_tf import checkpoints, config as config_lib
 from bert_tf.models.encoder import BertEncoder
+from bert_tf.text.features import bucket_lengths
 from bert_tf.text.vocab import read_vocab
 
 SPEC_FILE = "task.yaml"
@@ -101,8 +102,9 @@ class Task:
 
     # --- serving --------------------------------------------------------------
 
-    def serving_module(self, model, vocab, vocab_path):
-        """A `tf.Module` with `signatures()` and `warmup_requests()`."""
+    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
+        """A `tf.Module` with `signatures()` and `warmup_requests()`; its
+        graph cuts each request to a length bucket unless `fixed_length`."""
         raise NotImplementedError
 
     @classmethod
@@ -125,18 +127,35 @@ class TaskModule(tf.Module):
     """
 
     warmup_inputs = ()
+    # What the served graph may batch: TF Serving's allowed_batch_sizes.
+    BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 
-    def __init__(self, model, vocab_path, name):
+    def __init__(self, model, vocab_path, name, sequence_length=None,
+                 fixed_length=False):
         super().__init__(name=name)
         self.model_variables = [v.value for v in model.variables]
         self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+        self.lengths = (sequence_length,) if fixed_length else \
+            bucket_lengths(sequence_length)
 
     def signatures(self):
         return {"serving_default": self.serve}
 
+    def filler_request(self, words, batch_size=1):
+        """`serving_default` inputs whose text has `words` words."""
+        raise NotImplementedError
+
     def warmup_requests(self):
-        """`serving_default` inputs TF Serving replays at load time."""
-        return [dict(inputs) for inputs in self.warmup_inputs]
+        """`serving_default` inputs TF Serving replays at load time: the
+        examples, one request per length bucket (each word of the filler
+        is at least one piece, so the request reaches its bucket) and the
+        largest batch, so that no real request is the first of a shape."""
+        requests = [dict(inputs) for inputs in self.warmup_inputs]
+        requests += [self.filler_request(max(1, length - 2))
+                     for length in self.lengths]
+        requests.append(self.filler_request(max(1, self.lengths[0] - 2),
+                                            self.BATCH_SIZES[-1]))
+        return requests
 
 
 def command_line_texts(args, rule="one text per line"):

@@ -23,6 +23,7 @@ from bert_tf.models.task_models import BertClassifier
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
                                 common_spec, read_spec, restore_finetuned,
                                 same_batch, string_batch)
+from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.preprocessor import BertPreprocessor
 
 WARMUP_TEXTS = ("a gripping, beautifully acted film",
@@ -87,7 +88,7 @@ class Classification(Task):
     @classmethod
     def make_spec(cls, cfg, data, encoder_config, vocab):
         spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
-        spec.update({"labels": list(data.labels),
+        spec.update({"labels": list(data.labels), "pooling": cfg.pooling,
                      "regression": data.is_regression, "pair": data.pair,
                      "metrics": list(data.metrics)})
         return spec
@@ -113,6 +114,7 @@ class Classification(Task):
     def build_model(self, encoder):
         return BertClassifier(encoder, len(self.spec["labels"]) or 1,
                               dropout=self.spec["dropout"],
+                              pooling=self.spec.get("pooling", "cls"),
                               dtype=encoder.dtype_policy)
 
     def compile(self, model):
@@ -132,10 +134,10 @@ class Classification(Task):
             data, split, self.preprocessor(vocab), batch_size,
             dynamic_length=dynamic_length))
 
-    def serving_module(self, model, vocab, vocab_path):
+    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
         return ClassifierModule(model, self.preprocessor(vocab),
                                 self.spec["labels"], self.spec["pair"],
-                                vocab_path)
+                                vocab_path, fixed_length)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
@@ -187,10 +189,15 @@ class ClassifierModule(TaskModule):
         labels: class names in id order (empty: regression).
         pair: the task takes `text` and `text_b`.
         vocab_path: vocab.txt, copied into the SavedModel's assets.
+        fixed_length: run every request at the full sequence length (for
+            XLA or TPU serving) instead of its length bucket.
     """
 
-    def __init__(self, model, preprocessor, labels, pair, vocab_path):
-        super().__init__(model, vocab_path, name="bert_classifier")
+    def __init__(self, model, preprocessor, labels, pair, vocab_path,
+                 fixed_length=False):
+        super().__init__(model, vocab_path, "bert_classifier",
+                         preprocessor.sequence_length, fixed_length)
+        self.pair = pair
         self.label_names = tf.constant(list(labels) or [""])
         self.warmup_inputs = [
             {"text": [text], **({"text_b": [text]} if pair else {})}
@@ -206,8 +213,10 @@ class ClassifierModule(TaskModule):
             return preprocessor(same_batch(text, text_b, "text", "text_b"))
 
         def serve(text, text_b=None):
-            logits = tf.cast(model(inputs_of(text, text_b), training=False),
-                             tf.float32)
+            inputs = inputs_of(text, text_b)
+            if not fixed_length:
+                inputs = cut_to_bucket(inputs, preprocessor.sequence_length)
+            logits = tf.cast(model(inputs, training=False), tf.float32)
             if regression:
                 return {"score": logits[:, 0], "logits": logits}
             return {"probabilities": tf.nn.softmax(logits),
@@ -233,3 +242,8 @@ class ClassifierModule(TaskModule):
     def signatures(self):
         return {"serving_default": self.serve, "preprocess": self.preprocess,
                 "encode": self.encode}
+
+    def filler_request(self, words, batch_size=1):
+        texts = [" ".join(["a"] * words)] * batch_size
+        return {"text": texts, **({"text_b": [""] * batch_size}
+                                  if self.pair else {})}

@@ -32,6 +32,7 @@ from bert_tf.tasks.base import (Task, TaskModule, common_spec, same_batch,
                                 string_batch)
 from bert_tf.tasks.span_decoding import decode_answers
 from bert_tf.tasks.squad_metrics import squad_v1, squad_v2
+from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.qa_preprocessor import QAPreprocessor
 
 WARMUP = (("Who wrote it?", "It was written by Ann Lee in 1999."),
@@ -165,9 +166,9 @@ class SpanQA(Task):
             return {}
         return {"null_threshold": float(best_results["best_f1_thresh"])}
 
-    def serving_module(self, model, vocab, vocab_path):
+    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
         return SpanQAModule(model, self.preprocessor(vocab), self.spec,
-                            vocab_path)
+                            vocab_path, fixed_length)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
@@ -210,17 +211,16 @@ class SpanQA(Task):
                         f"{out['null_score'][i]:.3f}")
 
 
-def answer_graph(model, preprocessor, spec):
-    """question, context -> `decode_answers` outputs (a plain function)."""
+def answer_graph(model, preprocessor, spec, fixed_length=False):
+    """question, context -> `decode_answers` outputs (a plain function);
+    the windows run at their length bucket unless `fixed_length`."""
 
     def answer(question, context):
         features = preprocessor(question, context)
-        # Every window runs at the length of the longest in the request
-        # (outputs do not depend on padding).
-        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(
-            features["input_mask"], axis=1)), 1)
-        features = {k: v[:, :longest] if v.shape.rank == 2 else v
-                    for k, v in features.items()}
+        if not fixed_length:
+            features = cut_to_bucket(
+                features, preprocessor.sequence_length,
+                [k for k, v in features.items() if v.shape.rank == 2])
         logits = model({k: features[k] for k in INPUT_NAMES},
                        training=False)
         return decode_answers(
@@ -239,9 +239,11 @@ class SpanQAModule(TaskModule):
 
     warmup_inputs = [{"question": [q], "context": [c]} for q, c in WARMUP]
 
-    def __init__(self, model, preprocessor, spec, vocab_path):
-        super().__init__(model, vocab_path, name="bert_span_qa")
-        answer = answer_graph(model, preprocessor, spec)
+    def __init__(self, model, preprocessor, spec, vocab_path,
+                 fixed_length=False):
+        super().__init__(model, vocab_path, "bert_span_qa",
+                         preprocessor.sequence_length, fixed_length)
+        answer = answer_graph(model, preprocessor, spec, fixed_length)
 
         def serve(question, context):
             question = string_batch(question, "question")
@@ -253,3 +255,7 @@ class SpanQAModule(TaskModule):
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="question"),
             tf.TensorSpec([None], tf.string, name="context")])
+
+    def filler_request(self, words, batch_size=1):
+        return {"question": ["a"] * batch_size,
+                "context": [" ".join(["a"] * max(1, words - 2))] * batch_size}

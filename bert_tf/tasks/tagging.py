@@ -30,6 +30,7 @@ from bert_tf.models.task_models import BertTokenClassifier
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
                                 common_spec, string_batch)
 from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
+from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
 
 OUTPUTS = ("type", "text", "start", "end", "score", "count")
@@ -188,9 +189,9 @@ class Tagging(Task):
         types = sorted({t[2:] for t in labels if t != "O"})
         return entity_scores(gold, predicted, types)
 
-    def serving_module(self, model, vocab, vocab_path):
+    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
         return TaggingModule(model, self.preprocessor(vocab), self.spec,
-                             vocab_path)
+                             vocab_path, fixed_length)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
@@ -214,18 +215,20 @@ def _span_set(spans):
     return set(zip(*(s.numpy().tolist() for s in spans)))
 
 
-def tag_graph(model, preprocessor, spec):
-    """text -> `decode_entities` outputs (a plain function)."""
+def tag_graph(model, preprocessor, spec, fixed_length=False):
+    """text -> `decode_entities` outputs (a plain function); the windows
+    run at their length bucket unless `fixed_length`."""
 
     def tag(text):
         features = preprocessor(text)
-        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(
-            features["input_mask"], axis=1)), 1)
-        window_features = {k: features[k][:, :longest] for k in (
-            *INPUT_NAMES, "word_index", "word_is_max")}
-        window_features.update({k: features[k] for k in (
-            "example_index", "num_words", "word_char_start", "word_char_end",
-            "word_byte_start", "word_byte_end")})
+        if not fixed_length:
+            features = cut_to_bucket(
+                features, preprocessor.sequence_length,
+                (*INPUT_NAMES, "word_index", "word_is_max"))
+        window_features = {k: features[k] for k in (
+            *INPUT_NAMES, "word_index", "word_is_max", "example_index",
+            "num_words", "word_char_start", "word_char_end",
+            "word_byte_start", "word_byte_end")}
         logits = model({k: window_features[k] for k in INPUT_NAMES},
                        training=False)
         return decode_entities(window_features, logits, text,
@@ -239,9 +242,11 @@ class TaggingModule(TaskModule):
 
     warmup_inputs = [{"text": [text]} for text in WARMUP]
 
-    def __init__(self, model, preprocessor, spec, vocab_path):
-        super().__init__(model, vocab_path, name="bert_tagger")
-        tag = tag_graph(model, preprocessor, spec)
+    def __init__(self, model, preprocessor, spec, vocab_path,
+                 fixed_length=False):
+        super().__init__(model, vocab_path, "bert_tagger",
+                         preprocessor.sequence_length, fixed_length)
+        tag = tag_graph(model, preprocessor, spec, fixed_length)
 
         def serve(text):
             out = tag(string_batch(text, "text"))
@@ -249,3 +254,6 @@ class TaggingModule(TaskModule):
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="text")])
+
+    def filler_request(self, words, batch_size=1):
+        return {"text": [" ".join(["a"] * words)] * batch_size}

@@ -12,3 +12,47 @@ def input_specs(batch_shape, sequence_length):
     shape = tuple(batch_shape) + (sequence_length,)
     return {name: keras.KerasTensor(shape, dtype="int32")
             for name in INPUT_NAMES}
+
+
+# Sequence lengths a batch is cut to: training groups texts of similar
+# length by these, and an export runs each request at the first one that
+# holds its longest row, so few shapes ever run.
+LENGTH_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def bucket_lengths(sequence_length):
+    """The buckets an export of `sequence_length` runs at (the last is
+    `sequence_length` itself).
+
+    Example:
+    >>> bucket_lengths(64), bucket_lengths(100)
+    ((8, 16, 24, 32, 48, 64), (8, 16, 24, 32, 48, 64, 96, 100))
+    """
+    return tuple(b for b in LENGTH_BUCKETS if b < sequence_length) + (
+        sequence_length,)
+
+
+def cut_to_bucket(features, sequence_length, keys=INPUT_NAMES):
+    """`features` with the [batch, sequence_length] entries named in `keys`
+    cut to the bucket that holds the longest row (by `input_mask`). A
+    model's outputs at real positions do not depend on padding, so only the
+    work changes.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> mask = tf.constant([[1] * 10 + [0] * 22])
+    >>> cut = cut_to_bucket({"input_mask": mask}, 32, ["input_mask"])
+    >>> cut["input_mask"].shape.as_list()
+    [1, 16]
+    """
+    import tensorflow as tf
+
+    longest = tf.reduce_max(tf.reduce_sum(
+        tf.cast(features["input_mask"], tf.int32), axis=1))
+    buckets = tf.constant(bucket_lengths(sequence_length), tf.int32)
+    # The first bucket >= longest; an empty batch gets the smallest.
+    length = tf.gather(buckets, tf.minimum(
+        tf.searchsorted(buckets, [longest], side="left")[0],
+        len(buckets) - 1))
+    return {k: v[:, :length] if k in keys else v
+            for k, v in features.items()}
