@@ -400,6 +400,8 @@ class FinetuneConfig:
         seq_length: packed input length (longer inputs are truncated).
         head_dropout: dropout before the task head's output layer
             (`dropout` before 0.2, still read with a warning).
+        freeze_layers: train neither the embeddings nor the first N
+            transformer blocks (0: fine-tune everything, as the paper).
         pooling: what a classifier's head reads: `cls` (the pooled `[CLS]`,
             as in the paper) or `mean` (the mean of the final hidden states
             of the real tokens, what sentence-embedding models such as
@@ -425,6 +427,7 @@ class FinetuneConfig:
     seq_length: int = 128
     head_dropout: float = 0.1
     pooling: str = "cls"
+    freeze_layers: int = 0
     batch_size: int = 32
     eval_batch_size: int = 64
     epochs: float = 3.0
@@ -454,6 +457,7 @@ class FinetuneConfig:
                 f"{_join(where, 'warmup_share')} in [0, 1).")
         check_values(self, where, ("head_dropout",), "in [0, 1)")
         _check_choice(_join(where, "pooling"), self.pooling, POOLINGS)
+        check_values(self, where, ("freeze_layers",), ">= 0")
         if not self.init and not self.vocab:
             raise ValueError(
                 f"{_join(where, 'vocab')} is required when training from "

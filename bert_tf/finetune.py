@@ -128,6 +128,10 @@ def run(cfg, dry_run=False, log=print):
             f"seq_length = {cfg.seq_length} exceeds the encoder's "
             f"max_position_embeddings = "
             f"{init.encoder.max_position_embeddings}.")
+    if cfg.freeze_layers > init.encoder.num_layers:
+        raise ValueError(
+            f"freeze_layers = {cfg.freeze_layers} exceeds the encoder's "
+            f"{init.encoder.num_layers} layers.")
     task_cls = task_of(cfg)
     data = task_cls.load_data(cfg.task)
     task = task_cls(task_cls.make_spec(cfg, data, init.encoder, vocab))
@@ -145,7 +149,9 @@ def run(cfg, dry_run=False, log=print):
             warmup_steps=int(round(cfg.warmup_share * steps)))
     plan = (f"task {data.name} ({task.kind}): {task.describe(data)}; "
             f"encoder from {init.description} (L={init.encoder.num_layers} "
-            f"H={init.encoder.hidden_size}); {trainer_cfg.train_steps} steps "
+            f"H={init.encoder.hidden_size}"
+            f"{f', first {cfg.freeze_layers} frozen' if cfg.freeze_layers else ''}"
+            f"); {trainer_cfg.train_steps} steps "
             f"of batch {cfg.batch_size} ({steps_per_epoch} per epoch), "
             f"warm-up {optimizer_cfg.warmup_steps}, peak lr "
             f"{optimizer_cfg.learning_rate:g}")
@@ -155,6 +161,7 @@ def run(cfg, dry_run=False, log=print):
     def model_fn():
         encoder = BertEncoder.from_config_object(init.encoder)
         init.restore(encoder)
+        encoder.freeze(cfg.freeze_layers)
         model = task.build_model(encoder)
         task.compile(model)
         return model

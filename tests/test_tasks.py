@@ -204,3 +204,43 @@ def test_classifier_fits_with_standard_keras_losses(num_classes):
     assert restored.num_classes == num_classes
     with pytest.raises(ValueError, match="num_classes = 0"):
         BertClassifier(BertEncoder(**TINY), 0)
+
+
+def test_mean_pooling_reads_the_mean_of_real_tokens():
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(**TINY)
+    model = BertClassifier(encoder, 3, dropout=0.0, pooling="mean")
+    x = random_inputs(batch=2, length=8, pad_from=5)
+    sequence = encoder(x)["sequence_output"].numpy()
+    mask = x["input_mask"][..., None]  # the last row is padded from 5 on
+    mean = (sequence * mask).sum(axis=1) / mask.sum(axis=1)
+    want = model.head(mean).numpy()
+    np.testing.assert_allclose(model(x).numpy(), want, atol=1e-5)
+    restored = BertClassifier.from_config(model.get_config())
+    assert restored.pooling == "mean"
+    with pytest.raises(ValueError, match="pooling = 'max'"):
+        BertClassifier(encoder, 2, pooling="max")
+
+
+def test_frozen_layers_keep_their_weights():
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(**TINY)
+    encoder.freeze(1)
+    model = BertClassifier(encoder, 2)
+    frozen = [v.numpy().copy() for v in
+              encoder.embeddings.weights +
+              encoder.transformer_layers[0].weights]
+    trained = [v.numpy().copy() for v in
+               encoder.transformer_layers[1].weights]
+    model.compile(optimizer=keras.optimizers.Adam(1e-2),
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+    model.fit(random_inputs(batch=4, length=8), np.array([0, 1, 0, 1]),
+              epochs=2, verbose=0)
+    after = encoder.embeddings.weights + encoder.transformer_layers[0].weights
+    for before, variable in zip(frozen, after):
+        np.testing.assert_array_equal(before, variable.numpy())
+    assert any(np.abs(b - v.numpy()).max() > 0 for b, v in zip(
+        trained, encoder.transformer_layers[1].weights))
+    with pytest.raises(ValueError, match="freeze_layers = 3: must be in"):
+        encoder.freeze(3)

@@ -118,6 +118,25 @@ class BertEncoder(keras.Model):
         # === Config ===
         self.config = config
 
+    def freeze(self, num_layers):
+        """Stops training the embeddings and the first `num_layers`
+        transformer blocks (0: train everything). Backpropagation then ends
+        at the first trained block, so a step costs less.
+
+        Example:
+        >>> encoder = BertEncoder.from_preset("bert_tiny")
+        >>> encoder.freeze(1)
+        >>> [b.trainable for b in encoder.transformer_layers]
+        [False, True]
+        """
+        if not 0 <= num_layers <= len(self.transformer_layers):
+            raise ValueError(
+                f"freeze_layers = {num_layers}: must be in [0, "
+                f"{len(self.transformer_layers)}] (this encoder's layers).")
+        self.embeddings.trainable = num_layers == 0
+        for i, block in enumerate(self.transformer_layers):
+            block.trainable = i >= num_layers
+
     def call(self, inputs, training=None, mask=None, **kwargs):
         return super().call(select_inputs(inputs, INPUT_NAMES),
                             training=training, mask=mask, **kwargs)
