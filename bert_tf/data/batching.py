@@ -4,6 +4,11 @@ import tensorflow as tf
 
 from bert_tf.text.features import LENGTH_BUCKETS
 
+# Training groups texts by the export's buckets from 16 up: finer groups at
+# the short end would make batches of near-identical texts (and, where
+# length tracks the label, of one class; the toy tests learn nothing then).
+TRAINING_BOUNDARIES = tuple(b for b in LENGTH_BUCKETS if b >= 16)
+
 
 def bucket_by_length(dataset, batch_size, sequence_length,
                      drop_remainder=False):
@@ -20,7 +25,7 @@ def bucket_by_length(dataset, batch_size, sequence_length,
     >>> x["input_mask"].numpy().tolist()
     [[1, 0], [1, 1]]
     """
-    boundaries = [b for b in LENGTH_BUCKETS if b < sequence_length]
+    boundaries = [b for b in TRAINING_BOUNDARIES if b < sequence_length]
     dataset = dataset.bucket_by_sequence_length(
         lambda x, *rest: tf.reduce_sum(x["input_mask"]), boundaries,
         [batch_size] * (len(boundaries) + 1), drop_remainder=drop_remainder)
