@@ -208,9 +208,11 @@ def run(cfg, dry_run=False, log=print):
         _write_spec(trainer.best_dir, task.spec)
     test = {}
     if "test" in data.splits:
-        best_task, model, _, _ = tasks.load_finetuned(trainer.best_dir)
-        test = best_task.evaluate(model, data, "test", vocab,
-                                  cfg.eval_batch_size, dynamic_length=dynamic)
+        # The trained model with the best weights read back: its traced
+        # evaluation is reused (a freshly loaded model would trace again).
+        trainer.restore_best_weights()
+        test = task.evaluate(trainer.model, data, "test", vocab,
+                             cfg.eval_batch_size, dynamic_length=dynamic)
         if test:
             log("test (best checkpoint): " + ", ".join(
                 f"{k} {v:.4f}" for k, v in test.items()))

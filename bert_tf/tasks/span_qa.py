@@ -121,10 +121,13 @@ class SpanQA(Task):
         return "best_f1" if self.spec["version_2"] else "f1"
 
     def answer_function(self, model, vocab):
-        """The traced question/context -> answers function (featurize,
-        forward, decode) that evaluation and serving share."""
+        """The traced (question, context, null threshold) -> answers
+        function (featurize, forward, decode) that evaluation and serving
+        share. The threshold is an input, so the dev-tuned one needs no
+        new trace."""
         key = (id(vocab), tuple(sorted(
-            (k, v) for k, v in self.spec.items() if k != "encoder")))
+            (k, v) for k, v in self.spec.items()
+            if k not in ("encoder", "null_threshold"))))
         cached = _ANSWERERS.get(model)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -141,7 +144,8 @@ class SpanQA(Task):
             out = answer(tf.constant(questions[start:start + batch_size],
                                      tf.string),
                          tf.constant(contexts[start:start + batch_size],
-                                     tf.string))
+                                     tf.string),
+                         tf.constant(self.spec["null_threshold"], tf.float32))
             parts.append({k: v.numpy() for k, v in out.items()})
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
@@ -215,7 +219,9 @@ def answer_graph(model, preprocessor, spec, fixed_length=False):
     """question, context -> `decode_answers` outputs (a plain function);
     the windows run at their length bucket unless `fixed_length`."""
 
-    def answer(question, context):
+    def answer(question, context, null_threshold=None):
+        if null_threshold is None:
+            null_threshold = spec["null_threshold"]
         features = preprocessor(question, context)
         if not fixed_length:
             features = cut_to_bucket(
@@ -227,8 +233,7 @@ def answer_graph(model, preprocessor, spec, fixed_length=False):
             features, logits["start_logits"], logits["end_logits"], context,
             n_best_size=spec["n_best_size"],
             max_answer_length=spec["max_answer_length"],
-            null_threshold=spec["null_threshold"],
-            version_2=spec["version_2"])
+            null_threshold=null_threshold, version_2=spec["version_2"])
 
     return answer
 

@@ -6,7 +6,7 @@ from bert_tf.text.vocab import SPECIAL_TOKENS, Vocab, validate_tokens
 
 
 def learn_vocab(sentences, size, lower_case=True, min_count=5,
-                reserved_tokens=SPECIAL_TOKENS):
+                reserved_tokens=SPECIAL_TOKENS, iterations=2):
     """Learns a WordPiece vocab with tensorflow-text's vocab tooling.
 
     Text is first normalized exactly as `BertTokenizer` will see it, so the
@@ -19,6 +19,10 @@ def learn_vocab(sentences, size, lower_case=True, min_count=5,
         lower_case: learn an uncased (True) or cased (False) vocab.
         min_count: ignore words seen fewer times.
         reserved_tokens: placed first; must include the BERT specials.
+        iterations: the learner's refinement rounds per threshold tried.
+            tf-text's default is 4; on the sample corpus (8,000 pieces) 2
+            gives as short a tokenization (1.46 vs 1.47 pieces per word)
+            in 30 s instead of 67 s; 1 is worse (1.74).
 
     Returns:
         a `Vocab`.
@@ -43,7 +47,8 @@ def learn_vocab(sentences, size, lower_case=True, min_count=5,
     tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
         dataset, vocab_size=size, reserved_tokens=list(reserved_tokens),
         bert_tokenizer_params={"lower_case": False},
-        learn_params={"lower_thresh": min_count})
+        learn_params={"lower_thresh": min_count,
+                      "num_iterations": iterations})
     # The learner may stop short of `size`; pad with [unused] slots (as the
     # original BERT vocab has) so configs can name the size exactly.
     taken = set(tokens)

@@ -322,6 +322,12 @@ class Trainer:
             path.replace(self.best_dir / path.name.replace(
                 "staging.ckpt", WEIGHTS_PREFIX))
 
+    def restore_best_weights(self):
+        """Reads the weights `save_best_weights` wrote back into the model
+        (the model keeps its traced functions)."""
+        self._model_only.read(str(self.best_dir / WEIGHTS_PREFIX)) \
+            .assert_existing_objects_matched()
+
     def save(self):
         step = int(self.step.numpy())
         path = self.manager.save(checkpoint_number=step)
