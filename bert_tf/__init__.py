@@ -31,6 +31,9 @@ _EXPORTS = {
     "Vocab": "bert_tf.text.vocab",
     "read_vocab": "bert_tf.text.vocab",
     "load_task": "bert_tf.data.readers",
+    "FeatureExtractor": "bert_tf.tasks.features",
+    "SentenceEmbedder": "bert_tf.tasks.features",
+    "load_encoder": "bert_tf.checkpoints",
     "task_dataset": "bert_tf.data.readers",
 }
 _MODULES = ("checkpoints", "config", "presets", "samples")

@@ -95,10 +95,16 @@ def _finetune(args):
 
 
 def _export(args):
-    from bert_tf.serving.export import export_model
+    from bert_tf.serving.export import export_encoder, export_model
 
-    export_model(args.checkpoint, args.out, overwrite=args.overwrite,
-                 fixed_length=args.fixed_length)
+    if args.kind == "embeddings":
+        export_encoder(args.checkpoint, args.out, overwrite=args.overwrite,
+                       fixed_length=args.fixed_length,
+                       sequence_length=args.seq_length or 256,
+                       normalize=not args.no_normalize)
+    else:
+        export_model(args.checkpoint, args.out, overwrite=args.overwrite,
+                     fixed_length=args.fixed_length)
 
 
 def _predict(args):
@@ -106,8 +112,29 @@ def _predict(args):
     from bert_tf.serving.export import exported_kind, load_exported
 
     loaded = load_exported(args.model)
-    tasks.get_task_class(exported_kind(args.model)).print_predictions(
+    tasks.get_export_class(exported_kind(args.model)).print_predictions(
         loaded, args)
+
+
+def _features(args):
+    from pathlib import Path
+
+    from bert_tf import checkpoints
+    from bert_tf.tasks.features import (FeatureExtractor, check_layers,
+                                        write_features)
+
+    pretrained = checkpoints.load_encoder(args.checkpoint)
+    for choice in args.layers:
+        check_layers(choice, pretrained.config.num_layers)
+    with open(args.input, encoding="utf-8", errors="replace") as f:
+        texts = [line.rstrip("\r\n") for line in f]
+    extractor = FeatureExtractor(pretrained.encoder, pretrained.vocab, "all",
+                                 args.seq_length, args.doc_stride)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    words = write_features(texts, extractor, args.layers, args.out,
+                           args.batch_size)
+    print(f"wrote {args.out}: {', '.join(args.layers)} features of "
+          f"{words:,} words in {len(texts):,} texts")
 
 
 def demo_script():
@@ -230,10 +257,23 @@ def build_parser():
                        "epochs=1")
     p.set_defaults(func=_finetune)
 
-    p = sub.add_parser("export", help="write a fine-tuned model as a "
-                                      "SavedModel that takes raw text")
+    p = sub.add_parser("export", help="write a fine-tuned model (or a "
+                                      "pre-trained encoder's embeddings) as "
+                                      "a SavedModel that takes raw text")
     p.add_argument("--checkpoint", required=True,
-                   help="a `bert-tf finetune` model_dir (or its best/)")
+                   help="task: a `bert-tf finetune` model_dir (or its "
+                        "best/); embeddings: a bert_tf checkpoint directory "
+                        f"or {'|'.join(CHECKPOINT_SOURCES)}:PATH")
+    p.add_argument("--kind", choices=("task", "embeddings"), default="task",
+                   help="task: the fine-tuned task's own signature; "
+                        "embeddings: text -> mean-pooled sentence embedding "
+                        "(serving_default) and per-word hidden states of "
+                        "every layer (word_features)")
+    p.add_argument("--seq-length", type=int,
+                   help="embeddings: truncate texts to this many pieces "
+                        "(default 256)")
+    p.add_argument("--no-normalize", action="store_true",
+                   help="embeddings: do not L2-normalise")
     p.add_argument("--out", required=True,
                    help="export/NAME/VERSION (VERSION a number)")
     p.add_argument("--overwrite", action="store_true",
@@ -244,13 +284,35 @@ def build_parser():
                         "the length bucket of its longest text)")
     p.set_defaults(func=_export)
 
+    p = sub.add_parser("features", help="per-word features of chosen "
+                                        "layers for raw text (no "
+                                        "fine-tuning)")
+    p.add_argument("--checkpoint", required=True,
+                   help="a bert_tf checkpoint directory or "
+                        f"{'|'.join(CHECKPOINT_SOURCES)}:PATH")
+    p.add_argument("--input", required=True, help="text file, one text "
+                                                   "per line")
+    p.add_argument("--layers", nargs="+", default=["concat_last_four"],
+                   help="embeddings, second_to_last, last, sum_last_four, "
+                        "concat_last_four, weighted_sum_all (equal "
+                        "weights), all, or layer_N (0: the embedding "
+                        "output); several give one array each")
+    p.add_argument("--out", required=True,
+                   help="FILE.npz (NumPy) or FILE.tfrecord")
+    p.add_argument("--seq-length", type=int, default=128,
+                   help="window length; longer texts are windowed")
+    p.add_argument("--doc-stride", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.set_defaults(func=_features)
+
     p = sub.add_parser("predict", help="answer raw text with an exported "
                                        "model (any task kind)")
     p.add_argument("--model", required=True, help="export/NAME/VERSION")
-    p.add_argument("texts", nargs="*", help="classification: texts to label "
-                                           "(pairs: 'A<TAB>B')")
-    p.add_argument("--input", help="classification: a file with one text per "
-                                   "line; QA: a JSONL file of "
+    p.add_argument("texts", nargs="*", help="texts to label, tag or embed "
+                                           "(classification pairs: "
+                                           "'A<TAB>B')")
+    p.add_argument("--input", help="a file with one text per line; QA: a "
+                                   "JSONL file of "
                                    '{"question", "context"} objects')
     p.add_argument("--question", help="QA: the question")
     p.add_argument("--context", help="QA: the context (or @FILE to read it)")

@@ -5,7 +5,9 @@
  * serving_default signature and prints one line per input:
  *     LABEL<TAB>P0 P1 ...        (classification: label, probabilities)
  *     score<TAB>VALUE            (regression)
- *     NAME=VALUE<TAB>...         (other task kinds: every [batch] output)
+ *     NAME=VALUE<TAB>...         (other kinds: every [batch] output, and
+ *                                 each [batch, K] float output as
+ *                                 NAME=V1,V2,...)
  * Signature tensor names come from assets.extra/signature_tensors.txt,
  * written by `bert-tf export` (C has no SavedModel proto parser).
  *
@@ -148,6 +150,13 @@ int main(int argc, char** argv) {
   for (int row = 0; row < n && generic; ++row) {
     for (int i = 0, printed = 0; i < n_outputs; ++i) {
       TF_Tensor* t = fetch_values[i];
+      if (TF_NumDims(t) == 2 && TF_TensorType(t) == TF_FLOAT) {
+        int k = (int)TF_Dim(t, 1);
+        const float* v = (const float*)TF_TensorData(t) + (size_t)row * k;
+        printf(printed++ ? "\t%s=" : "%s=", outputs[i].name);
+        for (int j = 0; j < k; ++j) printf(j ? ",%.9g" : "%.9g", v[j]);
+        continue;
+      }
       if (TF_NumDims(t) != 1) continue;
       printf(printed++ ? "\t%s=" : "%s=", outputs[i].name);
       switch (TF_TensorType(t)) {

@@ -8,7 +8,11 @@ Nothing from bert_tf is used here except the asset fetcher.
     make parity-fixtures      # installs torch + transformers, runs this
 
 Writes examples/reference/minilm_reference.npz and antiberty_reference.npz
-(read by the parity tests and the demo).
+(read by the parity tests and the demo) and, with sentence-transformers
+installed, minilm_sentence_embeddings.npz (the sentence-embedding parity
+test). Name some of them to write only those:
+
+    python scripts/make_reference_fixtures.py minilm_sentence_embeddings
 """
 
 import sys
@@ -107,10 +111,39 @@ def antiberty_reference():
         transformers_version=transformers.__version__)
 
 
+def minilm_sentence_embeddings(sentences=SENTENCES):
+    """all-MiniLM-L6-v2 as sentence-transformers runs it: the transformer
+    (texts cut at 256 pieces), mean pooling over the mask, L2 norm."""
+    import sentence_transformers
+    from sentence_transformers import SentenceTransformer, models
+
+    path = samples.fetch("minilm", log=print)
+    transformer = models.Transformer(str(path), max_seq_length=256)
+    model = SentenceTransformer(modules=[
+        transformer,
+        models.Pooling(transformer.auto_model.config.hidden_size, "mean"),
+        models.Normalize()], device="cpu")
+    embeddings = model.encode(list(sentences), batch_size=len(sentences),
+                              convert_to_numpy=True)
+    return embeddings, sentence_transformers.__version__
+
+
+def write_sentence_embeddings():
+    embeddings, version = minilm_sentence_embeddings()
+    np.savez_compressed(
+        FIXTURES / "minilm_sentence_embeddings.npz",
+        sentences=np.array(SENTENCES, dtype=object).astype(str),
+        embeddings=embeddings, sentence_transformers_version=version,
+        torch_version=torch.__version__)
+
+
+WRITERS = {"minilm_reference": minilm_reference,
+           "antiberty_reference": antiberty_reference,
+           "minilm_sentence_embeddings": write_sentence_embeddings}
+
 if __name__ == "__main__":
     FIXTURES.mkdir(parents=True, exist_ok=True)
-    minilm_reference()
-    antiberty_reference()
-    for name in ("minilm_reference.npz", "antiberty_reference.npz"):
-        path = FIXTURES / name
+    for name in sys.argv[1:] or WRITERS:
+        WRITERS[name]()
+        path = FIXTURES / f"{name}.npz"
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

@@ -6,10 +6,14 @@ from pathlib import Path
 from bert_tf.checkpoints.canonical import assign_weights
 from bert_tf.checkpoints.garden import read_garden
 from bert_tf.checkpoints.hf import read_hf
+from bert_tf.checkpoints.files import checkpoint_prefix
 from bert_tf.checkpoints.native import (Pretrained, check_vocab_size,
+                                        load_pretrained, restore_model,
                                         save_pretrained)
 from bert_tf.checkpoints.tf1 import read_tf1
-from bert_tf.config_io import CHECKPOINT_SOURCES, VOCAB_FILE
+from bert_tf.config import load_config
+from bert_tf.config_io import (CHECKPOINT_SOURCES, CONFIG_FILE, VOCAB_FILE,
+                               WEIGHTS_PREFIX)
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.text.vocab import read_vocab
@@ -71,3 +75,37 @@ def convert(source, input_path, output_dir, vocab_path=None, log=print):
     for path in written:
         log(f"  wrote {path}")
     return Pretrained(config, vocab, encoder, pretrainer, Path(output_dir))
+
+
+def load_encoder(spec, dtype=None):
+    """The encoder (no heads) and vocab that a checkpoint spec names.
+
+    Args:
+        spec: `hf:PATH`, `tf1:PATH` or `garden:PATH` (read directly, vocab
+            next to it), or a bert_tf directory: `bert-tf convert` output
+            or a pre-training run's model_dir (its latest checkpoint).
+        dtype: dtype policy of the built encoder.
+
+    Returns:
+        a `Pretrained` (pretrainer None).
+    """
+    source, _, rest = str(spec).partition(":")
+    if source in READERS and rest:
+        path = Path(rest).expanduser()
+        config, weights, _ = READERS[source](path)
+        vocab_path = find_vocab(path)
+        vocab = read_vocab(vocab_path)
+        check_vocab_size(vocab, config, vocab_path)
+        encoder = BertEncoder.from_config_object(config, dtype=dtype)
+        assign_weights(weights, encoder, source=str(path))
+        return Pretrained(config, vocab, encoder, None, path)
+    directory = Path(spec).expanduser()
+    if not (directory / "checkpoints").is_dir():
+        return load_pretrained(directory, with_heads=False, dtype=dtype)
+    config = load_config(directory / CONFIG_FILE).encoder
+    vocab = read_vocab(directory / VOCAB_FILE)
+    check_vocab_size(vocab, config, directory / VOCAB_FILE)
+    encoder = BertEncoder.from_config_object(config, dtype=dtype)
+    restore_model(checkpoint_prefix(directory / "checkpoints",
+                                    (WEIGHTS_PREFIX,)), encoder)
+    return Pretrained(config, vocab, encoder, None, directory)

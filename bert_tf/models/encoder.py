@@ -44,8 +44,10 @@ class BertEncoder(keras.Model):
     Inputs (int32, [batch, seq]): `input_word_ids`, `input_mask` (1 for
     real tokens, 0 for padding) and `input_type_ids` (segment 0 or 1).
     Outputs: `sequence_output` [batch, seq, H], `pooled_output` [batch, H]
-    (dense + tanh on `[CLS]`) and `encoder_outputs`, one [batch, seq, H]
-    tensor per layer.
+    (dense + tanh on `[CLS]`), `encoder_outputs`, one [batch, seq, H]
+    tensor per layer (as TF Hub BERT encoders), and `embedding_output`, the
+    [batch, seq, H] input of the first layer (the feature-based approach
+    reads it too; `bert_tf.tasks.features.hidden_states`).
 
     Args:
         vocab_size, hidden_size, num_layers, num_heads, intermediate_size,
@@ -101,8 +103,8 @@ class BertEncoder(keras.Model):
 
         # === Functional model ===
         inputs = encoder_inputs()
-        x = self.embeddings(inputs["input_word_ids"],
-                            inputs["input_type_ids"])
+        x = embedding_output = self.embeddings(inputs["input_word_ids"],
+                                               inputs["input_type_ids"])
         layer_outputs = []
         for block in self.transformer_layers:
             x = block(x, inputs["input_mask"])
@@ -111,6 +113,7 @@ class BertEncoder(keras.Model):
             "sequence_output": x,
             "pooled_output": self.pooler(x[:, 0, :]),
             "encoder_outputs": layer_outputs,
+            "embedding_output": embedding_output,
         }
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype,
                          **kwargs)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from bert_tf import tasks
+from bert_tf import checkpoints, tasks
 from bert_tf.serving import warmup
 
 SIGNATURE_TENSORS = "signature_tensors.txt"
@@ -202,6 +202,58 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     >>> report["kind"], exported_kind(report["path"])
     ('classification', 'classification')
     """
+    out = _check_out(out, overwrite)
+    task, model, vocab, _ = tasks.load_finetuned(checkpoint)
+    return _write_export(
+        out, task.spec, vocab, model, log,
+        lambda vocab_path: task.serving_module(model, vocab, vocab_path,
+                                               fixed_length))
+
+
+def export_encoder(checkpoint, out, log=print, overwrite=False,
+                   fixed_length=False, sequence_length=256, normalize=True,
+                   word_seq_length=128, doc_stride=64):
+    """Writes the `embeddings` SavedModel of a pre-trained encoder: raw
+    text in, sentence embeddings out (`serving_default`), and per-word
+    hidden states of every layer (`word_features`); see
+    `bert_tf.tasks.features.EmbeddingModule`.
+
+    Args:
+        checkpoint: `hf:PATH`, `tf1:PATH`, `garden:PATH` or a bert_tf
+            checkpoint directory (`bert_tf.checkpoints.load_encoder`).
+        out, log, overwrite, fixed_length: as in `export_model`.
+        sequence_length: embeddings truncate texts to this many pieces.
+        normalize: L2-normalise the embeddings.
+        word_seq_length, doc_stride: the windows of `word_features`.
+    """
+    from bert_tf.tasks.features import EmbeddingModule
+
+    out = _check_out(out, overwrite)
+    pretrained = checkpoints.load_encoder(checkpoint)
+    encoder = pretrained.encoder
+    for name, length in (("sequence_length", sequence_length),
+                         ("word_seq_length", word_seq_length)):
+        if not 3 <= length <= encoder.config.max_position_embeddings:
+            raise ValueError(
+                f"{name} = {length}: must be in [3, "
+                f"{encoder.config.max_position_embeddings}] (the encoder's "
+                "max_position_embeddings).")
+    if not 1 <= doc_stride <= word_seq_length - 2:
+        raise ValueError(f"doc_stride = {doc_stride}: must be in [1, "
+                         f"word_seq_length - 2 = {word_seq_length - 2}].")
+    spec = {"kind": "embeddings", "task": str(checkpoint),
+            "seq_length": sequence_length, "pooling": "mean",
+            "normalize": bool(normalize), "word_seq_length": word_seq_length,
+            "doc_stride": doc_stride,
+            "num_layers": encoder.config.num_layers,
+            "hidden_size": encoder.config.hidden_size}
+    return _write_export(
+        out, spec, pretrained.vocab, encoder, log,
+        lambda vocab_path: EmbeddingModule(encoder, pretrained.vocab,
+                                           vocab_path, spec, fixed_length))
+
+
+def _check_out(out, overwrite):
     out = Path(out)
     if not out.name.isdigit():
         raise ValueError(f"Export path {out} must end in a numeric version "
@@ -212,13 +264,19 @@ def export_model(checkpoint, out, log=print, overwrite=False,
             raise ValueError(f"{out} already exists; export to a new version "
                              "or pass --overwrite.")
         shutil.rmtree(out)
-    task, model, vocab, _ = tasks.load_finetuned(checkpoint)
-    spec = task.spec
+    return out
+
+
+def _write_export(out, spec, vocab, model, log, make_module):
+    """Writes the SavedModel of `make_module(vocab_path)` (staged, then
+    moved into place) with its warm-up records, signature tensors, spec
+    and op audit, and updates `models.config` and the batching
+    parameters; logs and returns the report."""
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     vocab_path = vocab.save(staging / "vocab.txt")
-    module = task.serving_module(model, vocab, vocab_path, fixed_length)
+    module = make_module(vocab_path)
     tf.saved_model.save(module, str(staging / "model"),
                         signatures=module.signatures())
     saved = staging / "model"
@@ -240,7 +298,8 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     what = ", ".join(f"{k} {spec[k]}" for k in ("labels", "version_2")
                      if k in spec)
     log(f"wrote SavedModel {out} ({size / 1e6:.1f} MB; "
-        f"{model.count_params():,} parameters; {task.kind} task "
+        f"{model.count_params():,} parameters; {spec['kind']} "
+        f"{'of' if spec['kind'] in tasks.EXPORT_KINDS else 'task'} "
         f"{spec['task']}{', ' + what if what else ''}, seq_length "
         f"{spec['seq_length']})")
     log("signatures:")
@@ -254,7 +313,7 @@ def export_model(checkpoint, out, log=print, overwrite=False,
         f"({len(requests)} requests; sequence lengths "
         f"{', '.join(map(str, module.lengths))})")
     log(f"updated {config_path} and {batching_path}")
-    return {"path": out, "ops": ops, "bytes": size, "kind": task.kind,
+    return {"path": out, "ops": ops, "bytes": size, "kind": spec["kind"],
             "signatures": list(module.signatures())}
 
 
@@ -287,7 +346,7 @@ def predict_texts(loaded, texts, texts_b=None):
     return {k: v.numpy() for k, v in function(**inputs).items()}
 
 
-__all__ = ["export_model", "audit_ops", "exported_kind",
+__all__ = ["export_model", "export_encoder", "audit_ops", "exported_kind",
            "load_exported", "predict_texts", "update_models_config",
            "write_batching_parameters",
            "tf_text_op_libraries"]

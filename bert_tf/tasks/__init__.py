@@ -21,13 +21,31 @@ KINDS = {
 }
 
 
+# Kinds that are exported from a pre-trained encoder, not fine-tuned.
+EXPORT_KINDS = {
+    "embeddings": "bert_tf.tasks.features:Embeddings",
+}
+
+
+def _load(path):
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def get_export_class(kind):
+    """The class that prints `bert-tf predict` results for an export of
+    `kind` (a task kind or one of `EXPORT_KINDS`)."""
+    if kind in EXPORT_KINDS:
+        return _load(EXPORT_KINDS[kind])
+    return get_task_class(kind)
+
+
 def get_task_class(kind):
     """The `Task` subclass of a task kind."""
     if kind not in KINDS:
         raise ValueError(f"task.kind = {kind!r}: use one of "
                          f"{', '.join(KINDS)}.")
-    module, _, name = KINDS[kind].partition(":")
-    return getattr(importlib.import_module(module), name)
+    return _load(KINDS[kind])
 
 
 def load_finetuned(directory, dtype=None):
@@ -44,4 +62,5 @@ def load_finetuned(directory, dtype=None):
     return task, model, vocab, best
 
 
-__all__ = ["KINDS", "get_task_class", "load_finetuned"]
+__all__ = ["EXPORT_KINDS", "KINDS", "get_export_class", "get_task_class",
+           "load_finetuned"]

@@ -30,7 +30,6 @@ from bert_tf.models.task_models import BertTokenClassifier
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
                                 common_spec, string_batch)
 from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
-from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
 
 OUTPUTS = ("type", "text", "start", "end", "score", "count")
@@ -220,11 +219,7 @@ def tag_graph(model, preprocessor, spec, fixed_length=False):
     run at their length bucket unless `fixed_length`."""
 
     def tag(text):
-        features = preprocessor(text)
-        if not fixed_length:
-            features = cut_to_bucket(
-                features, preprocessor.sequence_length,
-                (*INPUT_NAMES, "word_index", "word_is_max"))
+        features = preprocessor.bucketed(text, fixed_length)
         window_features = {k: features[k] for k in (
             *INPUT_NAMES, "word_index", "word_is_max", "example_index",
             "num_words", "word_char_start", "word_char_end",

@@ -11,6 +11,8 @@ two adjacent B-PER B-PER are two entities (tf-text's
 
 import tensorflow as tf
 
+from bert_tf.text.windows import word_values
+
 
 def tag_tables(labels):
     """(prefix, type) id per label: prefix 0 = O, 1 = B, 2 = I; type an
@@ -62,16 +64,10 @@ def entity_spans(tags, num_words, labels):
 
 def word_predictions(features, logits):
     """(tag id, probability) per word: int32 / float32 [B, N]."""
-    probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
-    at = tf.where(features["word_is_max"])               # [P, 2] (w, pos)
-    sentence = tf.gather(features["example_index"], at[:, 0])
-    word = tf.gather_nd(features["word_index"], at)
-    chosen = tf.gather_nd(probabilities, at)
-    shape = tf.shape(features["word_char_start"])
-    where = tf.stack([sentence, word], axis=1)
-    tags = tf.scatter_nd(where, tf.argmax(chosen, -1, tf.int32), shape)
-    scores = tf.scatter_nd(where, tf.reduce_max(chosen, -1), shape)
-    return tags, scores
+    probabilities = word_values(
+        features, tf.nn.softmax(tf.cast(logits, tf.float32)))
+    return (tf.argmax(probabilities, -1, output_type=tf.int32),
+            tf.reduce_max(probabilities, -1))
 
 
 def decode_entities(features, logits, text, labels, max_entities=32):

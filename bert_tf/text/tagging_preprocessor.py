@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
 from bert_tf.text.qa_preprocessor import byte_to_char_offsets
 from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
 from bert_tf.text.windows import gather_pieces, place, stride_windows
@@ -138,6 +139,16 @@ class TaggingPreprocessor(keras.layers.Layer):
                 0)
             features["label_weights"] = tf.cast(predicted, tf.float32)
         return features
+
+    def bucketed(self, text, fixed_length=False):
+        """`self(text)` with the windows cut to the length bucket of the
+        longest (the serving and evaluation graphs), unless
+        `fixed_length`."""
+        windows = self(text)
+        if fixed_length:
+            return windows
+        return cut_to_bucket(windows, self.sequence_length,
+                             (*INPUT_NAMES, "word_index", "word_is_max"))
 
     def get_config(self):
         return preprocessor_config(

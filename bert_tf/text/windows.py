@@ -73,3 +73,17 @@ def place(values, lead, length, fill=-1):
     rows = tf.concat([leading, values], axis=1)
     return tf.cast(rows.to_tensor(default_value=fill, shape=[None, length]),
                    tf.int32)
+
+
+def word_values(features, values):
+    """Each word's value where it is predicted: `values` per window
+    position [W, L, ...] -> per word [B, N, ...] (zeros past a sentence's
+    last word). `features` is a `TaggingPreprocessor` output: a word is
+    read at its first piece, in its max-context window."""
+    at = tf.where(features["word_is_max"])               # [P, 2] (w, pos)
+    sentence = tf.gather(features["example_index"], at[:, 0])
+    word = tf.gather_nd(features["word_index"], at)
+    chosen = tf.gather_nd(values, at)
+    shape = tf.concat([tf.shape(features["word_char_start"]),
+                       tf.shape(chosen)[1:]], 0)
+    return tf.scatter_nd(tf.stack([sentence, word], axis=1), chosen, shape)

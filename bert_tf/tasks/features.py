@@ -1,0 +1,399 @@
+"""Features of a pre-trained encoder, without fine-tuning.
+
+Two uses:
+
+- **Per-word features** (the paper's feature-based approach, Table 7):
+  hidden states of chosen layers at each word's first piece, for raw
+  text of any length (overlapping windows; each word is read in the
+  window where it has the most context), with each word's character
+  offsets.
+- **Sentence embeddings**: the mean of the final hidden states over the
+  real tokens, optionally L2-normalised: how all-MiniLM-L6-v2 and other
+  sentence-transformers models are meant to be used.
+
+One traced function per use computes them for the Python API, the
+`bert-tf features` command and the exported SavedModel
+(`bert_tf.serving.encoder_export`). Hidden states count the embedding
+output as state 0, so an encoder of L layers has L + 1 states.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.tasks.base import TaskModule, command_line_texts, string_batch
+from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
+from bert_tf.text.preprocessor import BertPreprocessor
+from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
+from bert_tf.text.windows import word_values
+
+# The rows of the paper's Table 7, plus any single layer (`layer_N`, 0 =
+# the embedding output) and `all` (every state, stacked: [..., L + 1, H]).
+LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
+                 "concat_last_four", "weighted_sum_all", "all")
+
+
+def hidden_states(outputs):
+    """[embedding output, layer 1, ..., layer L] of a `BertEncoder`
+    output."""
+    return [outputs["embedding_output"], *outputs["encoder_outputs"]]
+
+
+def check_layers(choice, num_layers):
+    """Raises a ValueError naming `choice` unless it is a valid layer
+    choice for an encoder of `num_layers` layers."""
+    if choice in LAYER_CHOICES:
+        if choice.endswith("_four") and num_layers < 4:
+            raise ValueError(f"layers = {choice!r} needs 4 layers; this "
+                             f"encoder has {num_layers}.")
+        return
+    index = choice[len("layer_"):] if choice.startswith("layer_") else ""
+    if not (index.isdigit() and int(index) <= num_layers):
+        raise ValueError(
+            f"layers = {choice!r}: must be one of {', '.join(LAYER_CHOICES)}"
+            f" or layer_N with N in 0..{num_layers} (0: the embedding "
+            "output).")
+
+
+def feature_width(choice, hidden_size, num_layers):
+    """The last dimension `combine_layers` gives for `choice` (for `all`:
+    hidden_size, with the states on the axis before it)."""
+    return 4 * hidden_size if choice == "concat_last_four" else hidden_size
+
+
+def combine_layers(states, choice, weights=None):
+    """One feature tensor from the hidden states, as `choice` says.
+
+    Args:
+        states: the L + 1 hidden states (`hidden_states`), each [..., H].
+        choice: one of `LAYER_CHOICES` or `layer_N`.
+        weights: for `weighted_sum_all`, L + 1 scores whose softmax weighs
+            the states (default: equal weights, the mean).
+
+    Example:
+    >>> states = [tf.fill([1, 2], float(i)) for i in range(5)]
+    >>> combine_layers(states, "sum_last_four").numpy().tolist()
+    [[10.0, 10.0]]
+    >>> combine_layers(states, "concat_last_four").shape
+    TensorShape([1, 8])
+    >>> float(combine_layers(states, "weighted_sum_all")[0, 0])
+    2.0
+    """
+    check_layers(choice, len(states) - 1)
+    if choice == "embeddings":
+        return states[0]
+    if choice == "last":
+        return states[-1]
+    if choice == "second_to_last":
+        return states[-2]
+    if choice == "sum_last_four":
+        return tf.add_n(states[-4:])
+    if choice == "concat_last_four":
+        return tf.concat(states[-4:], axis=-1)
+    if choice == "all":
+        return tf.stack(states, axis=-2)
+    if choice == "weighted_sum_all":
+        scores = tf.zeros([len(states)]) if weights is None else weights
+        mix = tf.nn.softmax(tf.cast(scores, states[0].dtype))
+        return tf.einsum("l,...lh->...h", mix, tf.stack(states, axis=-2))
+    return states[int(choice[len("layer_"):])]
+
+
+def mean_pool(sequence_output, input_mask, normalize=True):
+    """The mean of `sequence_output` [B, T, H] over the positions where
+    `input_mask` is 1, L2-normalised if `normalize` (float32 [B, H])."""
+    mask = tf.cast(input_mask, tf.float32)[..., None]
+    total = tf.reduce_sum(tf.cast(sequence_output, tf.float32) * mask, 1)
+    mean = total / tf.maximum(tf.reduce_sum(mask, 1), 1e-9)
+    return tf.math.l2_normalize(mean, axis=-1) if normalize else mean
+
+
+def embedding_graph(encoder, preprocessor, normalize=True,
+                    fixed_length=False):
+    """text [B] -> sentence embeddings [B, H] (a plain function: traced
+    by `SentenceEmbedder` and by the export)."""
+
+    def embed(text):
+        inputs = preprocessor(text)
+        if not fixed_length:
+            inputs = cut_to_bucket(inputs, preprocessor.sequence_length,
+                                   INPUT_NAMES)
+        outputs = encoder(inputs, training=False)
+        return mean_pool(outputs["sequence_output"], inputs["input_mask"],
+                         normalize)
+
+    return embed
+
+
+def word_feature_graph(encoder, preprocessor, layers, fixed_length=False):
+    """text [B] -> per-word features (a plain function): `features`
+    float32 [B, N, D] (or [B, N, L + 1, H] for `all`), `count` (words per
+    text), `start` and `end` (code points, -1 padded) [B, N]."""
+
+    def features(text):
+        windows = preprocessor.bucketed(text, fixed_length)
+        outputs = encoder({k: windows[k] for k in INPUT_NAMES},
+                          training=False)
+        combined = combine_layers(
+            [tf.cast(s, tf.float32) for s in hidden_states(outputs)], layers)
+        return {"features": word_values(windows, combined),
+                "count": windows["num_words"],
+                "start": windows["word_char_start"],
+                "end": windows["word_char_end"]}
+
+    return features
+
+
+def _batches(texts, batch_size, progress, what):
+    import keras
+
+    bar = keras.utils.Progbar(len(texts), unit_name=what) if progress \
+        else None
+    for start in range(0, len(texts), batch_size):
+        chunk = list(texts[start:start + batch_size])
+        yield chunk
+        if bar is not None:
+            bar.update(start + len(chunk))
+
+
+class SentenceEmbedder:
+    """Raw text -> mean-pooled sentence embeddings.
+
+    Args:
+        encoder: a `BertEncoder` (e.g. `load_encoder("hf:...").encoder`).
+        vocabulary: its vocab (path, `Vocab` or token list).
+        sequence_length: longer texts are truncated (sentence-transformers
+            uses 256 for all-MiniLM-L6-v2).
+        normalize: L2-normalise (as all-MiniLM-L6-v2's last module does).
+
+    Example:
+    >>> from bert_tf.models.encoder import BertEncoder
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"]
+    >>> encoder = BertEncoder(vocab_size=6, hidden_size=8, num_layers=1,
+    ...                       num_heads=2, intermediate_size=16)
+    >>> vectors = SentenceEmbedder(encoder, vocab)(["hi", "hi hi", ""])
+    >>> vectors.shape, round(float(np.linalg.norm(vectors[0])), 4)
+    ((3, 8), 1.0)
+    """
+
+    def __init__(self, encoder, vocabulary, sequence_length=256,
+                 normalize=True):
+        self.hidden_size = encoder.config.hidden_size
+        self.preprocessor = BertPreprocessor(vocabulary, sequence_length)
+        self.function = tf.function(embedding_graph(
+            encoder, self.preprocessor, normalize), reduce_retracing=True)
+
+    def __call__(self, texts, batch_size=64, progress=False):
+        """float32 NumPy [len(texts), H]."""
+        parts = [self.function(tf.constant(chunk, tf.string)).numpy()
+                 for chunk in _batches(texts, batch_size, progress, "texts")]
+        return np.concatenate(parts) if parts else np.zeros(
+            (0, self.hidden_size), np.float32)
+
+
+class FeatureExtractor:
+    """Raw text -> per-word features of chosen layers, with offsets.
+
+    Args:
+        encoder: a `BertEncoder`.
+        vocabulary: its vocab.
+        layers: one of `LAYER_CHOICES` or `layer_N`.
+        sequence_length, doc_stride: the windows long texts go through.
+
+    Example:
+    >>> from bert_tf.models.encoder import BertEncoder
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you"]
+    >>> encoder = BertEncoder(vocab_size=7, hidden_size=8, num_layers=2,
+    ...                       num_heads=2, intermediate_size=16)
+    >>> out = FeatureExtractor(encoder, vocab, "all")(["hi  you", ""])
+    >>> out[0]["features"].shape, out[0]["start"].tolist(), len(out[1]["words"])
+    ((2, 3, 8), [0, 4], 0)
+    """
+
+    def __init__(self, encoder, vocabulary, layers="concat_last_four",
+                 sequence_length=128, doc_stride=64):
+        check_layers(layers, len(encoder.transformer_layers))
+        self.layers = layers
+        self.preprocessor = TaggingPreprocessor(vocabulary, sequence_length,
+                                                doc_stride)
+        self.function = tf.function(word_feature_graph(
+            encoder, self.preprocessor, layers), reduce_retracing=True)
+
+    def __call__(self, texts, batch_size=32, progress=False):
+        """One dict per text: `words` (strings), `start`, `end` (int32
+        code points, end exclusive) and `features` (float32 [words, D], or
+        [words, L + 1, H] for `all`)."""
+        results = []
+        for chunk in _batches(texts, batch_size, progress, "texts"):
+            out = {k: v.numpy() for k, v in self.function(
+                tf.constant(chunk, tf.string)).items()}
+            for i, text in enumerate(chunk):
+                n = int(out["count"][i])
+                start, end = out["start"][i, :n], out["end"][i, :n]
+                if isinstance(text, bytes):
+                    text = text.decode("utf-8", "replace")
+                results.append({
+                    "words": [text[a:b] for a, b in zip(start, end)],
+                    "start": start, "end": end,
+                    "features": out["features"][i, :n]})
+        return results
+
+
+def write_features(texts, extractor, choices, out, batch_size=32,
+                   progress=True):
+    """Writes per-word features of `texts` for each layer choice.
+
+    Args:
+        texts: strings.
+        extractor: a `FeatureExtractor` with `layers="all"` (each choice
+            is combined from the same forward pass).
+        choices: layer choices (`LAYER_CHOICES`, `layer_N`).
+        out: `.npz` (NumPy) or `.tfrecord` path.
+
+    The `.npz` holds, over all words of all texts in order:
+    `features_<choice>` float32 [words, D], `text_index`, `start`, `end`
+    (int32 [words], code points), `words` (str [words]) and `row_splits`
+    (int64 [texts + 1]: text i's words are row_splits[i]:row_splits[i+1]).
+    The `.tfrecord` holds one `tf.train.Example` per text: `text`, `words`
+    (bytes), `start`, `end` (int64), and per choice `features_<choice>`
+    (float, flattened) with `shape_<choice>` (int64 [words, D]).
+
+    Returns:
+        the number of words written.
+    """
+    if extractor.layers != "all":
+        raise ValueError("write_features needs a FeatureExtractor with "
+                         f"layers='all', not {extractor.layers!r}.")
+    out = str(out)
+    if not out.endswith((".npz", ".tfrecord")):
+        raise ValueError(f"--out {out}: must end in .npz or .tfrecord.")
+    records = extractor(texts, batch_size, progress)
+
+    def combined(record, choice):
+        states = [record["features"][:, i] for i in
+                  range(record["features"].shape[1])]
+        return combine_layers([tf.constant(x) for x in states],
+                              choice).numpy()
+
+    if out.endswith(".npz"):
+        arrays = {f"features_{c}": np.concatenate(
+            [combined(r, c) for r in records]) for c in choices}
+        np.savez(out, **arrays,
+                 text_index=np.repeat(np.arange(len(records), dtype=np.int32),
+                                      [len(r["words"]) for r in records]),
+                 start=np.concatenate([r["start"] for r in records]),
+                 end=np.concatenate([r["end"] for r in records]),
+                 words=np.array([w for r in records for w in r["words"]],
+                                dtype=str),
+                 row_splits=np.cumsum([0] + [len(r["words"])
+                                             for r in records]))
+    else:
+        def feature(kind, values):
+            if kind == "bytes":
+                return tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=values))
+            if kind == "int":
+                return tf.train.Feature(
+                    int64_list=tf.train.Int64List(value=values))
+            return tf.train.Feature(float_list=tf.train.FloatList(
+                value=values))
+
+        with tf.io.TFRecordWriter(out) as writer:
+            for text, record in zip(texts, records):
+                fields = {
+                    "text": feature("bytes", [
+                        text if isinstance(text, bytes) else
+                        text.encode("utf-8", "replace")]),
+                    "words": feature("bytes", [w.encode("utf-8", "replace")
+                                               for w in record["words"]]),
+                    "start": feature("int", record["start"].tolist()),
+                    "end": feature("int", record["end"].tolist())}
+                for choice in choices:
+                    values = combined(record, choice)
+                    fields[f"features_{choice}"] = feature(
+                        "float", values.reshape(-1).tolist())
+                    fields[f"shape_{choice}"] = feature(
+                        "int", list(values.shape))
+                writer.write(tf.train.Example(features=tf.train.Features(
+                    feature=fields)).SerializeToString())
+    return sum(len(r["words"]) for r in records)
+
+
+WARMUP = ("A man is playing a guitar.", "", "Ein Mann spielt Gitarre. 🎸")
+
+
+class EmbeddingModule(TaskModule):
+    """The `tf.Module` of `bert-tf export --kind embeddings`.
+
+    Signatures (strings in, dense tensors out):
+        serving_default(text [B]) -> `embedding` float32 [B, H]: the
+            sentence embedding (mean pool over the real tokens, normalised
+            if `spec["normalize"]`), texts truncated to `seq_length`.
+        word_features(text [B]) -> `encoder_outputs` float32
+            [B, N, L + 1, H] (each word's hidden states at its first piece,
+            the embedding output first, so every row of the paper's
+            Table 7 can be computed from it), `count` int32 [B] (words),
+            `start`, `end` int32 [B, N] (code points, -1 padded); text of
+            any length goes through windows of `word_seq_length`.
+    """
+
+    warmup_inputs = [{"text": [text]} for text in WARMUP]
+
+    def __init__(self, encoder, vocabulary, vocab_path, spec,
+                 fixed_length=False):
+        super().__init__(encoder, vocab_path, "bert_embeddings",
+                         spec["seq_length"], fixed_length)
+        embed = embedding_graph(
+            encoder, BertPreprocessor(vocabulary, spec["seq_length"]),
+            spec["normalize"], fixed_length)
+        words = word_feature_graph(
+            encoder, TaggingPreprocessor(vocabulary, spec["word_seq_length"],
+                                         spec["doc_stride"]),
+            "all", fixed_length)
+        text_spec = [tf.TensorSpec([None], tf.string, name="text")]
+        self.serve = tf.function(
+            lambda text: {"embedding": embed(string_batch(text, "text"))},
+            input_signature=text_spec)
+
+        def word_features(text):
+            out = words(string_batch(text, "text"))
+            return {"encoder_outputs": out["features"], "count": out["count"],
+                    "start": out["start"], "end": out["end"]}
+
+        self.word_features = tf.function(word_features,
+                                         input_signature=text_spec)
+
+    def signatures(self):
+        return {"serving_default": self.serve,
+                "word_features": self.word_features}
+
+    def filler_request(self, words, batch_size=1):
+        return {"text": [" ".join(["a"] * words)] * batch_size}
+
+
+class Embeddings:
+    """The `embeddings` export kind, as `bert-tf predict` sees it."""
+
+    @classmethod
+    def print_predictions(cls, loaded, args, log=print):
+        texts = command_line_texts(args)
+        function = loaded.signatures["serving_default"]
+        vectors = np.concatenate([
+            function(text=tf.constant(texts[i:i + args.batch_size]))[
+                "embedding"].numpy()
+            for i in range(0, len(texts), args.batch_size)])
+        for text, vector in zip(texts, vectors):
+            shown = text if len(text) <= 50 else text[:47] + "..."
+            log(f"{shown:<50}  norm {np.linalg.norm(vector):.3f}  "
+                f"[{', '.join(f'{v:.3f}' for v in vector[:4])}, ...]")
+        if 1 < len(texts) <= 10:
+            log("cosine similarity:")
+            unit = vectors / np.maximum(
+                np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+            for row in unit @ unit.T:
+                log("  " + " ".join(f"{v:5.2f}" for v in row))
+
+
+__all__ = ["LAYER_CHOICES", "EmbeddingModule", "Embeddings", "FeatureExtractor", "SentenceEmbedder",
+           "check_layers", "combine_layers", "embedding_graph",
+           "feature_width", "hidden_states", "mean_pool",
+           "word_feature_graph", "write_features"]
