@@ -67,14 +67,9 @@ def resolve_init(cfg):
                     f"{source} checkpoint {rest}")
     path = Path(spec).expanduser()
     if path.is_dir() and (path / checkpoints.CONFIG_FILE).is_file():
-        # `bert-tf convert` output, or a pre-training run's model_dir.
-        encoder_config = config_lib.load_config(
-            path / checkpoints.CONFIG_FILE).encoder
-        vocab = vocab or path / checkpoints.VOCAB_FILE
-        weights = path / "checkpoints" if (path / "checkpoints").is_dir() \
-            else path
-        prefix = checkpoints.checkpoint_prefix(weights,
-                                                (checkpoints.WEIGHTS_PREFIX,))
+        encoder_config, found_vocab, prefix = checkpoints.checkpoint_files(
+            path)
+        vocab = vocab or found_vocab
     else:
         if not cfg.vocab:
             raise ValueError(f"init = {spec}: a bare checkpoint needs vocab "

@@ -94,18 +94,16 @@ def minilm_parity(output_dir):
 
 
 def sentence_similarity(pretrained):
+    from bert_tf.tasks.features import SentenceEmbedder
+
     _section("Using it: sentence similarity (mean-pooled MiniLM)")
     sentences = ["A man is playing a guitar.",
                  "Someone strums an acoustic guitar on stage.",
                  "The stock market fell sharply on Monday.",
                  "Shares dropped steeply at the start of the week."]
-    preprocessor = BertPreprocessor(pretrained.vocab, sequence_length=32)
-    inputs = preprocessor(tf.constant(sentences))
-    hidden = pretrained.encoder(inputs)["sequence_output"]
-    mask = tf.cast(inputs["input_mask"], tf.float32)[..., None]
-    embeddings = tf.math.l2_normalize(
-        tf.reduce_sum(hidden * mask, 1) / tf.reduce_sum(mask, 1), axis=-1)
-    similarity = tf.matmul(embeddings, embeddings, transpose_b=True).numpy()
+    embeddings = SentenceEmbedder(pretrained.encoder, pretrained.vocab)(
+        sentences)
+    similarity = embeddings @ embeddings.T
     for i, sentence in enumerate(sentences):
         print(f"{sentence:<52} " + " ".join(f"{v:5.2f}"
                                             for v in similarity[i]))

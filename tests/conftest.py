@@ -135,3 +135,23 @@ def assert_buckets_match_fixed_length(run_dir, bucketed, tmp_path, requests):
     counts = [export_lib.graph_op_types(path).get("LowerBound", 0)
               for path in (bucketed, fixed)]
     assert counts[0] > counts[1]
+
+
+def save_tiny_checkpoint(directory, tokens, num_layers, masked_lm=False):
+    """A random tiny encoder (H 16, seed 0; with the masked-LM head if
+    `masked_lm`) saved as a bert_tf checkpoint directory; returns
+    (encoder, pretrainer or None)."""
+    import keras
+    from bert_tf import checkpoints
+    from bert_tf.models.encoder import BertEncoder
+    from bert_tf.models.pretrainer import BertPretrainer
+    from bert_tf.text.vocab import Vocab
+
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(vocab_size=len(tokens), hidden_size=16,
+                          num_layers=num_layers, num_heads=2,
+                          intermediate_size=32, max_position_embeddings=64)
+    pretrainer = BertPretrainer(encoder, nsp=False) if masked_lm else None
+    checkpoints.save_pretrained(directory, encoder, Vocab(tuple(tokens)),
+                                pretrainer)
+    return encoder, pretrainer

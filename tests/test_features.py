@@ -6,24 +6,21 @@ The tiny encoder has 4 layers (H 16) so that every "last four" choice
 exists."""
 
 import importlib.util
-import subprocess
 from pathlib import Path
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints, cli
-from bert_tf.models.encoder import BertEncoder
 from bert_tf.serving import export as export_lib
 from bert_tf.tasks.features import (LAYER_CHOICES, FeatureExtractor,
                                     SentenceEmbedder, check_layers,
                                     combine_layers, hidden_states)
 from bert_tf.text.preprocessor import BertPreprocessor
-from bert_tf.text.vocab import Vocab
 
-from test_serving import HOSTILE, _compile_serving_check
+from conftest import save_tiny_checkpoint
+from test_serving import HOSTILE, run_serving_check
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "film",
@@ -32,12 +29,8 @@ TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "film",
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    keras.utils.set_random_seed(0)
-    encoder = BertEncoder(vocab_size=len(TOKENS), hidden_size=16,
-                          num_layers=4, num_heads=2, intermediate_size=32,
-                          max_position_embeddings=64)
     directory = tmp_path_factory.mktemp("tiny_encoder")
-    checkpoints.save_pretrained(directory, encoder, Vocab(tuple(TOKENS)))
+    encoder, _ = save_tiny_checkpoint(directory, TOKENS, 4)
     return encoder, directory
 
 
@@ -206,16 +199,9 @@ def test_embeddings_export_takes_hostile_strings(embeddings_export):
 def test_embeddings_export_runs_from_c_and_predict(embeddings_export,
                                                    tmp_path, capsys):
     out = embeddings_export[0]
-    binary = _compile_serving_check(tmp_path)
-    libraries = [a for lib in export_lib.tf_text_op_libraries()
-                 for a in ("-l", str(lib))]
     texts = ["the film was good", ""]
-    result = subprocess.run(
-        [str(binary), *libraries, str(out), *texts], capture_output=True,
-        text=True, timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert result.returncode == 0, result.stderr
     rows = [np.array(line.split("=", 1)[1].split(","), float)
-            for line in result.stdout.strip().splitlines()]
+            for line in run_serving_check(out, texts, tmp_path)]
     served = export_lib.load_exported(out).signatures["serving_default"](
         text=tf.constant(texts))["embedding"].numpy()
     np.testing.assert_allclose(np.stack(rows), served, atol=1e-5)

@@ -141,6 +141,20 @@ def _compile_serving_check(tmp_path):
     return binary
 
 
+def run_serving_check(export_dir, texts, tmp_path):
+    """stdout lines of the C API program (export/serving_check.c) serving
+    `texts` from `export_dir`, with no Python in the serving path."""
+    binary = _compile_serving_check(tmp_path)
+    libraries = [a for lib in export_lib.tf_text_op_libraries()
+                 for a in ("-l", str(lib))]
+    result = subprocess.run(
+        [str(binary), *libraries, str(export_dir), *texts],
+        capture_output=True, text=True, timeout=300,
+        env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()
+
+
 @pytest.mark.slow
 def test_c_api_program_serves_without_python(exported, tmp_path):
     out, _, _, run_dir = exported

@@ -32,12 +32,13 @@ from bert_tf.checkpoints.tf1 import read_tf1, save_tf1_checkpoint
 from bert_tf.checkpoints.torch_zip import read_torch_state_dict
 
 # === Conversion ===
-from bert_tf.checkpoints.convert import (READERS, SOURCES, convert,
-                                         find_vocab, load_encoder)
+from bert_tf.checkpoints.convert import (READERS, SOURCES, checkpoint_files,
+                                         convert, find_vocab, load_encoder)
 
 __all__ = [
     "CONFIG_FILE", "MODEL_ROOTS", "Pretrained", "READERS", "SOURCES",
     "VOCAB_FILE", "WEIGHTS_PREFIX", "assign_weights", "check_vocab_size",
+    "checkpoint_files",
     "checkpoint_prefix", "convert", "encoder_config_from_json",
     "encoder_config_to_tf1_json", "export_weights", "find_vocab",
     "has_heads", "hf_name_to_canonical", "load_encoder", "load_pretrained",

@@ -102,10 +102,22 @@ def load_encoder(spec, dtype=None):
     directory = Path(spec).expanduser()
     if not (directory / "checkpoints").is_dir():
         return load_pretrained(directory, with_heads=False, dtype=dtype)
-    config = load_config(directory / CONFIG_FILE).encoder
-    vocab = read_vocab(directory / VOCAB_FILE)
-    check_vocab_size(vocab, config, directory / VOCAB_FILE)
+    config, vocab_path, prefix = checkpoint_files(directory)
+    vocab = read_vocab(vocab_path)
+    check_vocab_size(vocab, config, vocab_path)
     encoder = BertEncoder.from_config_object(config, dtype=dtype)
-    restore_model(checkpoint_prefix(directory / "checkpoints",
-                                    (WEIGHTS_PREFIX,)), encoder)
+    restore_model(prefix, encoder)
     return Pretrained(config, vocab, encoder, None, directory)
+
+
+def checkpoint_files(directory):
+    """(encoder config, vocab path, weights prefix) of a bert_tf checkpoint
+    directory: `bert-tf convert` output, or a pre-training run's model_dir
+    (its latest checkpoint)."""
+    directory = Path(directory)
+    weights = directory / "checkpoints" if (directory /
+                                            "checkpoints").is_dir() \
+        else directory
+    return (load_config(directory / CONFIG_FILE).encoder,
+            directory / VOCAB_FILE,
+            checkpoint_prefix(weights, (WEIGHTS_PREFIX,)))

@@ -170,6 +170,19 @@ def command_line_texts(args, rule="one text per line"):
     return texts
 
 
+def served_text_batches(loaded, args):
+    """`(texts, NumPy outputs)` of `serving_default(text=...)` over
+    `bert-tf predict`'s texts, `args.batch_size` at a time."""
+    import tensorflow as tf
+
+    texts = command_line_texts(args)
+    function = loaded.signatures["serving_default"]
+    for start in range(0, len(texts), args.batch_size):
+        chunk = texts[start:start + args.batch_size]
+        yield chunk, {k: v.numpy() for k, v in function(
+            text=tf.constant(chunk)).items()}
+
+
 def common_spec(cfg, data, encoder_config, vocab, kind):
     """The spec keys every task kind has."""
     return {

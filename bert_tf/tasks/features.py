@@ -20,7 +20,8 @@ output as state 0, so an encoder of L layers has L + 1 states.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.base import TaskModule, command_line_texts, string_batch
+from bert_tf.tasks.base import (TaskModule, served_text_batches,
+                                string_batch)
 from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
 from bert_tf.text.preprocessor import BertPreprocessor
 from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
@@ -375,12 +376,11 @@ class Embeddings:
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
-        texts = command_line_texts(args)
-        function = loaded.signatures["serving_default"]
-        vectors = np.concatenate([
-            function(text=tf.constant(texts[i:i + args.batch_size]))[
-                "embedding"].numpy()
-            for i in range(0, len(texts), args.batch_size)])
+        texts, parts = [], []
+        for chunk, out in served_text_batches(loaded, args):
+            texts += chunk
+            parts.append(out["embedding"])
+        vectors = np.concatenate(parts)
         for text, vector in zip(texts, vectors):
             shown = text if len(text) <= 50 else text[:47] + "..."
             log(f"{shown:<50}  norm {np.linalg.norm(vector):.3f}  "

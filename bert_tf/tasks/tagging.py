@@ -27,8 +27,8 @@ from bert_tf.data.readers import wnut
 from bert_tf.data.readers.conll import load_tagging
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.models.task_models import BertTokenClassifier
-from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
-                                common_spec, string_batch)
+from bert_tf.tasks.base import (Task, TaskModule, common_spec,
+                                served_text_batches, string_batch)
 from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
 from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
 
@@ -194,12 +194,7 @@ class Tagging(Task):
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
-        texts = command_line_texts(args)
-        function = loaded.signatures["serving_default"]
-        for start in range(0, len(texts), args.batch_size):
-            chunk = texts[start:start + args.batch_size]
-            out = {k: v.numpy() for k, v in function(
-                text=tf.constant(chunk)).items()}
+        for chunk, out in served_text_batches(loaded, args):
             for i, text in enumerate(chunk):
                 found = [f"{out['type'][i][j].decode()} "
                          f"{out['text'][i][j].decode('utf-8', 'replace')!r} "
