@@ -95,13 +95,20 @@ def _finetune(args):
 
 
 def _export(args):
-    from bert_tf.serving.export import export_encoder, export_model
+    from bert_tf.serving.export import (export_encoder, export_fill_mask,
+                                        export_model)
 
     if args.kind == "embeddings":
         export_encoder(args.checkpoint, args.out, overwrite=args.overwrite,
                        fixed_length=args.fixed_length,
                        sequence_length=args.seq_length or 256,
                        normalize=not args.no_normalize)
+    elif args.kind == "fill_mask":
+        export_fill_mask(args.checkpoint, args.out, overwrite=args.overwrite,
+                         fixed_length=args.fixed_length,
+                         sequence_length=args.seq_length or 128,
+                         marker=args.marker, top_k=args.top_k,
+                         max_masks=args.max_masks)
     else:
         export_model(args.checkpoint, args.out, overwrite=args.overwrite,
                      fixed_length=args.fixed_length)
@@ -264,16 +271,25 @@ def build_parser():
                    help="task: a `bert-tf finetune` model_dir (or its "
                         "best/); embeddings: a bert_tf checkpoint directory "
                         f"or {'|'.join(CHECKPOINT_SOURCES)}:PATH")
-    p.add_argument("--kind", choices=("task", "embeddings"), default="task",
+    p.add_argument("--kind", choices=("task", "embeddings", "fill_mask"),
+                   default="task",
                    help="task: the fine-tuned task's own signature; "
                         "embeddings: text -> mean-pooled sentence embedding "
                         "(serving_default) and per-word hidden states of "
-                        "every layer (word_features)")
+                        "every layer (word_features); fill_mask: text with "
+                        "mask markers -> top-k tokens per mask (a checkpoint "
+                        "directory with the masked-LM head)")
     p.add_argument("--seq-length", type=int,
-                   help="embeddings: truncate texts to this many pieces "
-                        "(default 256)")
+                   help="embeddings / fill_mask: truncate texts to this many "
+                        "pieces (default 256 / 128)")
     p.add_argument("--no-normalize", action="store_true",
                    help="embeddings: do not L2-normalise")
+    p.add_argument("--marker", default="[MASK]",
+                   help="fill_mask: the string that marks a mask")
+    p.add_argument("--top-k", type=int, default=5,
+                   help="fill_mask: tokens returned per mask")
+    p.add_argument("--max-masks", type=int, default=8,
+                   help="fill_mask: masks answered per text")
     p.add_argument("--out", required=True,
                    help="export/NAME/VERSION (VERSION a number)")
     p.add_argument("--overwrite", action="store_true",

@@ -253,6 +253,58 @@ def export_encoder(checkpoint, out, log=print, overwrite=False,
                                            vocab_path, spec, fixed_length))
 
 
+def export_fill_mask(checkpoint, out, log=print, overwrite=False,
+                     fixed_length=False, sequence_length=128,
+                     marker="[MASK]", top_k=5, max_masks=8):
+    """Writes the `fill_mask` SavedModel of a pre-trained model with its
+    masked-LM head: raw text with `marker`s in, the `top_k` tokens of up
+    to `max_masks` masks out (`bert_tf.tasks.fill_mask.FillMaskModule`).
+
+    Args:
+        checkpoint: a bert_tf checkpoint directory holding the masked-LM
+            head (`bert-tf convert` output of a model that has one, or a
+            pre-training run's model_dir).
+        out, log, overwrite, fixed_length: as in `export_model`.
+        sequence_length: texts are cut to this many pieces.
+        marker: the string that marks a mask in the text.
+        top_k, max_masks: tokens per mask, masks per text.
+    """
+    from bert_tf.models.pretrainer import BertPretrainer
+    from bert_tf.tasks.fill_mask import FillMaskModule
+
+    out = _check_out(out, overwrite)
+    if not marker or not marker.strip():
+        raise ValueError(f"marker = {marker!r}: must be a non-blank string.")
+    if str(checkpoint).partition(":")[0] in checkpoints.SOURCES:
+        raise ValueError(f"{checkpoint}: convert it first (`bert-tf convert`"
+                         " keeps the masked-LM head), then export the "
+                         "converted directory.")
+    pretrained = checkpoints.load_encoder(checkpoint)
+    _, _, prefix = checkpoints.checkpoint_files(pretrained.directory)
+    if not checkpoints.has_heads(prefix)[0]:
+        raise ValueError(f"{checkpoint} has no masked-LM head (only an "
+                         "encoder), so it cannot fill masks.")
+    pretrainer = BertPretrainer(pretrained.encoder, nsp=False)
+    checkpoints.restore_model(prefix, pretrained.encoder,
+                              pretrainer.masked_lm)
+    vocab_size = pretrained.config.vocab_size
+    if not 1 <= top_k <= vocab_size or max_masks < 1:
+        raise ValueError(f"top_k = {top_k} must be in [1, {vocab_size}] "
+                         f"and max_masks = {max_masks} >= 1.")
+    if not 3 <= sequence_length <= \
+            pretrained.config.max_position_embeddings:
+        raise ValueError(
+            f"sequence_length = {sequence_length}: must be in [3, "
+            f"{pretrained.config.max_position_embeddings}].")
+    spec = {"kind": "fill_mask", "task": str(checkpoint),
+            "seq_length": sequence_length, "marker": marker,
+            "top_k": top_k, "max_masks": max_masks}
+    return _write_export(
+        out, spec, pretrained.vocab, pretrainer, log,
+        lambda vocab_path: FillMaskModule(pretrainer, pretrained.vocab,
+                                          vocab_path, spec, fixed_length))
+
+
 def _check_out(out, overwrite):
     out = Path(out)
     if not out.name.isdigit():
@@ -346,7 +398,7 @@ def predict_texts(loaded, texts, texts_b=None):
     return {k: v.numpy() for k, v in function(**inputs).items()}
 
 
-__all__ = ["export_model", "export_encoder", "audit_ops", "exported_kind",
-           "load_exported", "predict_texts", "update_models_config",
-           "write_batching_parameters",
+__all__ = ["export_model", "export_encoder", "export_fill_mask",
+           "audit_ops", "exported_kind", "load_exported", "predict_texts",
+           "update_models_config", "write_batching_parameters",
            "tf_text_op_libraries"]

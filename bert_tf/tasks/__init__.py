@@ -24,6 +24,7 @@ KINDS = {
 # Kinds that are exported from a pre-trained encoder, not fine-tuned.
 EXPORT_KINDS = {
     "embeddings": "bert_tf.tasks.features:Embeddings",
+    "fill_mask": "bert_tf.tasks.fill_mask:FillMask",
 }
 
 

@@ -1,0 +1,147 @@
+"""Fill-mask: raw text with mask markers -> the likeliest tokens for each.
+
+The `fill_mask` export kind of a pre-trained model with its masked-LM
+head. Text is split on the marker (`[MASK]` unless chosen otherwise) and
+the pieces of the parts between markers are joined with the mask id, so
+a marker is never tokenized (never `[`, `mask`, `]`). The masked-LM head
+scores every kept mask position; the top-k tokens come back with their
+probabilities, padded to `max_masks`, with counts:
+
+- `count`: masks answered (0 when the text has no mask, or more than
+  `max_masks`);
+- `masks`: masks in the text, so a caller sees those that truncation to
+  `seq_length` cut off (`masks > count`).
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf.tasks.base import (TaskModule, served_text_batches,
+                                string_batch)
+from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
+from bert_tf.text.tokenizer import BertTokenizer
+
+OUTPUTS = ("tokens", "token_ids", "probabilities", "count", "masks")
+
+
+def mask_features(tokenizer, text, marker, sequence_length, max_masks):
+    """text [B] -> encoder inputs with the mask id at each marker, plus
+    `masked_lm_positions` [B, max_masks], `count` and `masks` [B]."""
+    vocab = tokenizer.vocab
+    parts = tf.strings.split(text, sep=marker)                 # [B, (S)]
+    pieces = tokenizer(parts.flat_values)                      # [S, (p)]
+    per_text = parts.row_lengths()
+    index = tf.ragged.range(per_text).flat_values
+    followed = index < tf.repeat(per_text, per_text) - 1  # a marker next
+    masks = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(tf.cast(followed, tf.int64))],
+                tf.cast(vocab.mask_id, pieces.dtype)),
+        tf.cast(followed, tf.int64))
+    pieces = tf.concat([pieces, masks], axis=1)
+    ids = tf.RaggedTensor.from_row_lengths(
+        pieces.flat_values, tf.reduce_sum(
+            parts.with_flat_values(pieces.row_lengths()), axis=1))
+    found = tf.reduce_sum(tf.cast(tf.equal(ids, vocab.mask_id), tf.int32),
+                          axis=1)
+    packed, segments = tf_text.combine_segments(
+        [ids[:, :sequence_length - 2]], start_of_sequence_id=vocab.cls_id,
+        end_of_segment_id=vocab.sep_id)
+    word_ids, mask = tf_text.pad_model_inputs(packed, sequence_length,
+                                              pad_value=vocab.pad_id)
+    word_ids = tf.cast(word_ids, tf.int32)
+    is_mask = tf.equal(word_ids, vocab.mask_id)
+    kept = tf.reduce_sum(tf.cast(is_mask, tf.int32), axis=1)
+    answered = tf.where(found <= max_masks, kept, 0)
+    at = tf.cast(tf.where(is_mask), tf.int32)                   # [M, 2]
+    rank = tf.cumsum(tf.cast(is_mask, tf.int32), axis=1) - 1
+    rank = tf.gather_nd(rank, at)
+    keep = rank < max_masks
+    positions = tf.scatter_nd(
+        tf.stack([tf.boolean_mask(at[:, 0], keep),
+                  tf.boolean_mask(rank, keep)], axis=1),
+        tf.boolean_mask(at[:, 1], keep),
+        tf.stack([tf.shape(word_ids)[0], max_masks]))
+    return {"input_word_ids": word_ids,
+            "input_mask": tf.cast(mask, tf.int32),
+            "input_type_ids": tf.zeros_like(word_ids),
+            "masked_lm_positions": positions,
+            "count": answered, "masks": found}
+
+
+def fill_mask_graph(pretrainer, tokenizer, spec, fixed_length=False):
+    """text [B] -> the `OUTPUTS` (a plain function)."""
+    vocab_tokens = tf.constant(list(tokenizer.vocab.tokens))
+    top_k, max_masks = spec["top_k"], spec["max_masks"]
+
+    def fill(text):
+        features = mask_features(tokenizer, text, spec["marker"],
+                                 spec["seq_length"], max_masks)
+        if not fixed_length:
+            features = cut_to_bucket(features, spec["seq_length"],
+                                     INPUT_NAMES)
+        logits = pretrainer(
+            {k: features[k] for k in (*INPUT_NAMES, "masked_lm_positions")},
+            training=False)["mlm_logits"]
+        probabilities, ids = tf.math.top_k(
+            tf.nn.softmax(tf.cast(logits, tf.float32)), top_k)
+        real = tf.range(max_masks)[None, :] < features["count"][:, None]
+        real = real[..., None]
+        return {"tokens": tf.where(real, tf.gather(vocab_tokens, ids), ""),
+                "token_ids": tf.where(real, ids, -1),
+                "probabilities": tf.where(real, probabilities, 0.0),
+                "count": features["count"], "masks": features["masks"]}
+
+    return fill
+
+
+class FillMaskModule(TaskModule):
+    """The `tf.Module` of `bert-tf export --kind fill_mask`:
+    `serving_default(text [B])` -> `tokens` (string [B, K, k]),
+    `token_ids` (int32), `probabilities` (float32, best first), padded to
+    K = `max_masks` masks of k = `top_k` tokens ("", -1, 0), `count` and
+    `masks` (int32 [B])."""
+
+    warmup_inputs = [{"text": ["Paris is the [MASK] of France."]},
+                     {"text": [""]}]
+
+    def __init__(self, pretrainer, vocabulary, vocab_path, spec,
+                 fixed_length=False):
+        super().__init__(pretrainer, vocab_path, "bert_fill_mask",
+                         spec["seq_length"], fixed_length)
+        fill = fill_mask_graph(pretrainer, BertTokenizer(vocabulary), spec,
+                               fixed_length)
+        self.serve = tf.function(
+            lambda text: fill(string_batch(text, "text")),
+            input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        self._marker = spec["marker"]
+
+    def filler_request(self, words, batch_size=1):
+        text = " ".join(["a"] * max(1, words - 1) + [self._marker])
+        return {"text": [text] * batch_size}
+
+
+class FillMask:
+    """The `fill_mask` export kind, as `bert-tf predict` sees it."""
+
+    @classmethod
+    def print_predictions(cls, loaded, args, log=print):
+        for chunk, out in served_text_batches(loaded, args):
+            for i, text in enumerate(chunk):
+                log(text)
+                if out["masks"][i] == 0:
+                    log("  (no mask in the text)")
+                elif out["count"][i] == 0:
+                    log(f"  ({out['masks'][i]} masks: more than the model "
+                        "answers)")
+                for m in range(out["count"][i]):
+                    guesses = ", ".join(
+                        f"{t.decode()} {p:.3f}" for t, p in zip(
+                            out["tokens"][i, m], out["probabilities"][i, m]))
+                    log(f"  mask {m + 1}: {guesses}")
+                cut = int(out["masks"][i]) - int(out["count"][i])
+                if out["count"][i] and cut:
+                    log(f"  ({cut} more masks cut off by truncation)")
+
+
+__all__ = ["FillMask", "FillMaskModule", "fill_mask_graph",
+           "mask_features"]
