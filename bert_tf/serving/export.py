@@ -231,13 +231,8 @@ def export_encoder(checkpoint, out, log=print, overwrite=False,
     out = _check_out(out, overwrite)
     pretrained = checkpoints.load_encoder(checkpoint)
     encoder = pretrained.encoder
-    for name, length in (("sequence_length", sequence_length),
-                         ("word_seq_length", word_seq_length)):
-        if not 3 <= length <= encoder.config.max_position_embeddings:
-            raise ValueError(
-                f"{name} = {length}: must be in [3, "
-                f"{encoder.config.max_position_embeddings}] (the encoder's "
-                "max_position_embeddings).")
+    _check_lengths(encoder.config, sequence_length=sequence_length,
+                   word_seq_length=word_seq_length)
     if not 1 <= doc_stride <= word_seq_length - 2:
         raise ValueError(f"doc_stride = {doc_stride}: must be in [1, "
                          f"word_seq_length - 2 = {word_seq_length - 2}].")
@@ -291,11 +286,7 @@ def export_fill_mask(checkpoint, out, log=print, overwrite=False,
     if not 1 <= top_k <= vocab_size or max_masks < 1:
         raise ValueError(f"top_k = {top_k} must be in [1, {vocab_size}] "
                          f"and max_masks = {max_masks} >= 1.")
-    if not 3 <= sequence_length <= \
-            pretrained.config.max_position_embeddings:
-        raise ValueError(
-            f"sequence_length = {sequence_length}: must be in [3, "
-            f"{pretrained.config.max_position_embeddings}].")
+    _check_lengths(pretrained.config, sequence_length=sequence_length)
     spec = {"kind": "fill_mask", "task": str(checkpoint),
             "seq_length": sequence_length, "marker": marker,
             "top_k": top_k, "max_masks": max_masks}
@@ -303,6 +294,16 @@ def export_fill_mask(checkpoint, out, log=print, overwrite=False,
         out, spec, pretrained.vocab, pretrainer, log,
         lambda vocab_path: FillMaskModule(pretrainer, pretrained.vocab,
                                           vocab_path, spec, fixed_length))
+
+
+def _check_lengths(encoder_config, **lengths):
+    """Raises a ValueError naming the first length outside [3, the
+    encoder's max_position_embeddings]."""
+    limit = encoder_config.max_position_embeddings
+    for name, length in lengths.items():
+        if not 3 <= length <= limit:
+            raise ValueError(f"{name} = {length}: must be in [3, {limit}] "
+                             "(the encoder's max_position_embeddings).")
 
 
 def _check_out(out, overwrite):

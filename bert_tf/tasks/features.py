@@ -20,6 +20,7 @@ output as state 0, so an encoder of L layers has L + 1 states.
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.layers.heads import MaskedMeanPool
 from bert_tf.tasks.base import (TaskModule, served_text_batches,
                                 string_batch)
 from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
@@ -53,12 +54,6 @@ def check_layers(choice, num_layers):
             f"layers = {choice!r}: must be one of {', '.join(LAYER_CHOICES)}"
             f" or layer_N with N in 0..{num_layers} (0: the embedding "
             "output).")
-
-
-def feature_width(choice, hidden_size, num_layers):
-    """The last dimension `combine_layers` gives for `choice` (for `all`:
-    hidden_size, with the states on the axis before it)."""
-    return 4 * hidden_size if choice == "concat_last_four" else hidden_size
 
 
 def combine_layers(states, choice, weights=None):
@@ -102,9 +97,8 @@ def combine_layers(states, choice, weights=None):
 def mean_pool(sequence_output, input_mask, normalize=True):
     """The mean of `sequence_output` [B, T, H] over the positions where
     `input_mask` is 1, L2-normalised if `normalize` (float32 [B, H])."""
-    mask = tf.cast(input_mask, tf.float32)[..., None]
-    total = tf.reduce_sum(tf.cast(sequence_output, tf.float32) * mask, 1)
-    mean = total / tf.maximum(tf.reduce_sum(mask, 1), 1e-9)
+    mean = MaskedMeanPool(dtype="float32")(
+        tf.cast(sequence_output, tf.float32), input_mask)
     return tf.math.l2_normalize(mean, axis=-1) if normalize else mean
 
 
@@ -395,5 +389,5 @@ class Embeddings:
 
 __all__ = ["LAYER_CHOICES", "EmbeddingModule", "Embeddings", "FeatureExtractor", "SentenceEmbedder",
            "check_layers", "combine_layers", "embedding_graph",
-           "feature_width", "hidden_states", "mean_pool",
+           "hidden_states", "mean_pool",
            "word_feature_graph", "write_features"]
