@@ -98,7 +98,12 @@ def _export(args):
     from bert_tf.serving.export import (export_encoder, export_fill_mask,
                                         export_model)
 
-    if args.kind == "embeddings":
+    if args.kind == "hub":
+        from bert_tf.serving.hub import export_hub
+
+        export_hub(args.checkpoint, args.out, overwrite=args.overwrite,
+                   seq_length=args.seq_length or 128)
+    elif args.kind == "embeddings":
         export_encoder(args.checkpoint, args.out, overwrite=args.overwrite,
                        fixed_length=args.fixed_length,
                        sequence_length=args.seq_length or 256,
@@ -269,19 +274,23 @@ def build_parser():
                                       "a SavedModel that takes raw text")
     p.add_argument("--checkpoint", required=True,
                    help="task: a `bert-tf finetune` model_dir (or its "
-                        "best/); embeddings: a bert_tf checkpoint directory "
-                        f"or {'|'.join(CHECKPOINT_SOURCES)}:PATH")
-    p.add_argument("--kind", choices=("task", "embeddings", "fill_mask"),
+                        "best/); embeddings, fill_mask, hub: a bert_tf "
+                        "checkpoint directory, or for embeddings and hub "
+                        f"also {'|'.join(CHECKPOINT_SOURCES)}:PATH")
+    p.add_argument("--kind", choices=("task", "embeddings", "fill_mask",
+                                      "hub"),
                    default="task",
                    help="task: the fine-tuned task's own signature; "
                         "embeddings: text -> mean-pooled sentence embedding "
                         "(serving_default) and per-word hidden states of "
                         "every layer (word_features); fill_mask: text with "
                         "mask markers -> top-k tokens per mask (a checkpoint "
-                        "directory with the masked-LM head)")
+                        "directory with the masked-LM head); hub: TF "
+                        "Hub-format OUT/preprocess and OUT/encoder "
+                        "SavedModels of any checkpoint")
     p.add_argument("--seq-length", type=int,
-                   help="embeddings / fill_mask: truncate texts to this many "
-                        "pieces (default 256 / 128)")
+                   help="embeddings / fill_mask / hub: truncate texts to "
+                        "this many pieces (default 256 / 128 / 128)")
     p.add_argument("--no-normalize", action="store_true",
                    help="embeddings: do not L2-normalise")
     p.add_argument("--marker", default="[MASK]",
@@ -291,7 +300,8 @@ def build_parser():
     p.add_argument("--max-masks", type=int, default=8,
                    help="fill_mask: masks answered per text")
     p.add_argument("--out", required=True,
-                   help="export/NAME/VERSION (VERSION a number)")
+                   help="export/NAME/VERSION (VERSION a number); hub: a "
+                        "new directory")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing export")
     p.add_argument("--fixed-length", action="store_true",

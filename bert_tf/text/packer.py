@@ -23,6 +23,27 @@ def _as_ragged(ids):
     return tf.RaggedTensor.from_tensor(ids)
 
 
+def pack_segments(segments, sequence_length, cls_id, sep_id, pad_id=0,
+                  truncator="round_robin"):
+    """`BertPacker`'s packing as a function: `segments` (a list of one or
+    two [batch, (tokens)] id tensors) -> the three int32 encoder inputs
+    [batch, sequence_length]. `sequence_length` may be a scalar tensor
+    (the TF Hub-format `bert_pack_inputs(..., seq_length=)`)."""
+    segments = [tf.cast(_as_ragged(s), tf.int32) for s in segments]
+    budget = sequence_length - (len(segments) + 1)
+    trimmer_cls = (tf_text.RoundRobinTrimmer if truncator == "round_robin"
+                   else tf_text.WaterfallTrimmer)
+    segments = trimmer_cls(budget).trim(segments)
+    ids, type_ids = tf_text.combine_segments(
+        segments, start_of_sequence_id=cls_id, end_of_segment_id=sep_id)
+    word_ids, mask = tf_text.pad_model_inputs(ids, sequence_length,
+                                              pad_value=pad_id)
+    type_ids, _ = tf_text.pad_model_inputs(type_ids, sequence_length)
+    return {"input_word_ids": tf.cast(word_ids, tf.int32),
+            "input_mask": tf.cast(mask, tf.int32),
+            "input_type_ids": tf.cast(type_ids, tf.int32)}
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertPacker(keras.layers.Layer):
     """One or two segments of ids -> `input_word_ids/input_mask/input_type_ids`.
@@ -85,22 +106,8 @@ class BertPacker(keras.layers.Layer):
             tf.convert_to_tensor(segments[0]).shape.rank == 1
         if unbatched:
             segments = [tf.convert_to_tensor(s)[None] for s in segments]
-        segments = [tf.cast(_as_ragged(s), tf.int32) for s in segments]
-        budget = self.sequence_length - (len(segments) + 1)
-        trimmer_cls = (tf_text.RoundRobinTrimmer if self.truncator ==
-                       "round_robin" else tf_text.WaterfallTrimmer)
-        segments = trimmer_cls(budget).trim(segments)
-        ids, type_ids = tf_text.combine_segments(
-            segments, start_of_sequence_id=self.cls_id,
-            end_of_segment_id=self.sep_id)
-        word_ids, mask = tf_text.pad_model_inputs(
-            ids, self.sequence_length, pad_value=self.pad_id)
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, self.sequence_length)
-        outputs = {
-            "input_word_ids": tf.cast(word_ids, tf.int32),
-            "input_mask": tf.cast(mask, tf.int32),
-            "input_type_ids": tf.cast(type_ids, tf.int32),
-        }
+        outputs = pack_segments(segments, self.sequence_length, self.cls_id,
+                                self.sep_id, self.pad_id, self.truncator)
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs
