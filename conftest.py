@@ -1,7 +1,8 @@
 """Files the docstring examples of `bert_tf` read, made small and on
 demand (`pytest --doctest-modules bert_tf`): in a docstring,
 `example_files.toy_task()` is a directory of tiny sentiment TSVs with a
-vocab, `example_files.finetuned()` a classifier fine-tuned on it,
+vocab, `example_files.finetuned()` a classifier fine-tuned on it (and
+`example_files.tflite()` its TFLite file),
 `example_files.pairs()` pre-training pair records, `example_files.tmp`
 a scratch directory."""
 
@@ -38,6 +39,14 @@ class ExampleFiles:
                          **{"trainer.model_dir": str(self.tmp / "finetuned")})
         with contextlib.redirect_stdout(io.StringIO()):  # the progress bar
             return finetune.run(cfg, log=lambda line: None).best_dir
+
+    @functools.cache
+    def tflite(self):
+        """The fp32 TFLite file of `finetuned()`."""
+        from bert_tf.serving.tflite import export_tflite
+
+        return export_tflite(self.finetuned(), self.tmp / "toy.tflite",
+                             log=lambda line: None)["path"]
 
     @functools.cache
     def pairs(self):

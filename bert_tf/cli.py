@@ -98,7 +98,16 @@ def _export(args):
     from bert_tf.serving.export import (export_encoder, export_fill_mask,
                                         export_model)
 
-    if args.kind == "hub":
+    if args.format == "tflite":
+        from bert_tf.serving.tflite import export_tflite
+
+        if args.kind != "task":
+            raise ValueError(f"--format tflite exports a fine-tuned "
+                             f"classifier (--kind task), not --kind "
+                             f"{args.kind}.")
+        export_tflite(args.checkpoint, args.out, quantize=args.quantize,
+                      overwrite=args.overwrite)
+    elif args.kind == "hub":
         from bert_tf.serving.hub import export_hub
 
         export_hub(args.checkpoint, args.out, overwrite=args.overwrite,
@@ -123,6 +132,10 @@ def _predict(args):
     from bert_tf import tasks
     from bert_tf.serving.export import exported_kind, load_exported
 
+    if str(args.model).endswith(".tflite"):
+        from bert_tf.serving.tflite import print_predictions
+
+        return print_predictions(args.model, args)
     loaded = load_exported(args.model)
     tasks.get_export_class(exported_kind(args.model)).print_predictions(
         loaded, args)
@@ -288,6 +301,14 @@ def build_parser():
                         "directory with the masked-LM head); hub: TF "
                         "Hub-format OUT/preprocess and OUT/encoder "
                         "SavedModels of any checkpoint")
+    p.add_argument("--format", choices=("savedmodel", "tflite"),
+                   default="savedmodel",
+                   help="tflite: a fine-tuned classifier as one .tflite "
+                        "file with the tokenizer inside (tf-text's TFLite "
+                        "kernels, no Flex)")
+    p.add_argument("--quantize", choices=("none", "dynamic_int8"),
+                   default="none",
+                   help="tflite: fp32 weights, or dynamic-range int8")
     p.add_argument("--seq-length", type=int,
                    help="embeddings / fill_mask / hub: truncate texts to "
                         "this many pieces (default 256 / 128 / 128)")
@@ -301,7 +322,7 @@ def build_parser():
                    help="fill_mask: masks answered per text")
     p.add_argument("--out", required=True,
                    help="export/NAME/VERSION (VERSION a number); hub: a "
-                        "new directory")
+                        "new directory; tflite: a .tflite file")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing export")
     p.add_argument("--fixed-length", action="store_true",

@@ -13,7 +13,9 @@
 6. Fine-tunes the real RT movie-review sentiment task three ways (random
    init, the BERT-Tiny just pre-trained, the imported MiniLM), exports the
    best as a SavedModel that takes raw text, answers sentences through it,
-   and writes a summary table and a PNG of loss curves and accuracies.
+   writes it as a TFLite file with the tokenizer inside (fp32) and checks
+   it against the SavedModel, and writes a summary table and a PNG of loss
+   curves and accuracies.
 7. Extractive QA on real annotations (the WNUT-16 QA set): fine-tunes the
    imported MiniLM, exports a SavedModel that takes a question and a
    context, answers three real test questions through it and prints the
@@ -210,6 +212,7 @@ def serve(output_dir, results):
     """Exports the best fine-tuned model and answers through the export."""
     from bert_tf.serving.export import (export_model, load_exported,
                                         predict_texts)
+    from bert_tf.serving.tflite import TFLiteClassifier, export_tflite
 
     name, best = max(results, key=lambda r: r[1].best.get("value", 0))
     _section(f"Export: {name} as a SavedModel that takes raw text")
@@ -220,6 +223,14 @@ def serve(output_dir, results):
     for i, text in enumerate(EXAMPLES):
         print(f"{answers['label'][i].decode():<9} "
               f"{answers['probabilities'][i].max():.3f}  {text!r}")
+    _section(f"TFLite: {name} with the tokenizer inside, fp32")
+    tflite = export_tflite(best.best_dir, output_dir / "export" /
+                           "rt_sentiment.tflite", overwrite=True)["path"]
+    on_device = TFLiteClassifier(tflite)(EXAMPLES)
+    agree = np.mean(on_device["label"] == answers["label"])
+    delta = np.abs(on_device["probabilities"] - answers["probabilities"])
+    print(f"TFLite labels agree with the SavedModel's on {agree:.0%} of the "
+          f"{len(EXAMPLES)} examples (max |delta p| {delta.max():.1e})")
     return out
 
 
@@ -363,4 +374,5 @@ def main(output_dir="demo_out"):
           f"fine-tuning in {root}/rt_sentiment_*, {root}/wnut_qa_minilm and "
           f"{root}/wnut_ner_minilm; SavedModels: {export_dir.resolve()} "
           f"(sentiment), {qa_export.resolve()} (QA), {ner_export.resolve()} "
-          f"(entities), TF Serving config {root}/export/models.config")
+          f"(entities), TF Serving config {root}/export/models.config; "
+          f"TFLite {root}/export/rt_sentiment.tflite")

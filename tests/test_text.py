@@ -185,3 +185,19 @@ def test_vocab_object_round_trip(tmp_path):
     vocab = Vocab(tuple(VOCAB))
     path = vocab.save(tmp_path / "v.txt")
     assert read_vocab(path).tokens == vocab.tokens
+
+
+def test_dense_packing_equals_ragged_packing():
+    """`pack_dense` (the TFLite graph's) == `pack_segments` (round robin)."""
+    from bert_tf.text.packer import pack_dense, pack_segments
+
+    rng = np.random.default_rng(0)
+    for length in (4, 5, 8, 13):
+        for count in (1, 2):
+            segments = [tf.ragged.constant(
+                [list(rng.integers(5, 50, rng.integers(0, 15)))
+                 for _ in range(30)], dtype=tf.int32) for _ in range(count)]
+            dense = pack_dense(segments, length, 2, 3)
+            ragged = pack_segments(segments, length, 2, 3)
+            for name in ragged:
+                np.testing.assert_array_equal(dense[name], ragged[name])

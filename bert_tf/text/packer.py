@@ -44,6 +44,50 @@ def pack_segments(segments, sequence_length, cls_id, sep_id, pad_id=0,
             "input_type_ids": tf.cast(type_ids, tf.int32)}
 
 
+def pack_dense(segments, sequence_length, cls_id, sep_id, pad_id=0):
+    """`pack_segments` (round robin) with dense ops only (gather, where,
+    min), for runtimes without ragged kernels such as TFLite builtins.
+
+    Args:
+        segments: one or two ragged [batch, (tokens)] int32 ids.
+
+    Returns:
+        the three int32 encoder inputs [batch, sequence_length].
+    """
+    if not 1 <= len(segments) <= 2:
+        raise ValueError(f"pack_dense takes one or two segments, got "
+                         f"{len(segments)}.")
+    length = sequence_length
+    budget = length - (len(segments) + 1)
+    dense = [s.to_tensor(default_value=pad_id, shape=[None, length])
+             for s in segments]
+    sizes = [tf.cast(s.row_lengths(), tf.int32)[:, None] for s in segments]
+    if len(segments) == 1:
+        kept = [tf.minimum(sizes[0], budget)]
+    else:
+        # Round robin: a, b, a, b, ... until the budget is spent.
+        kept_b = tf.minimum(sizes[1], tf.maximum(budget // 2,
+                                                 budget - sizes[0]))
+        kept = [tf.minimum(sizes[0], budget - kept_b), kept_b]
+    position = tf.range(length)[None, :] + tf.zeros_like(sizes[0])
+    word_ids = tf.where(position == 0, cls_id, pad_id)
+    type_ids = tf.zeros_like(position)
+    start = 1
+    for index, (ids, count) in enumerate(zip(dense, kept)):
+        inside = (position >= start) & (position < start + count)
+        taken = tf.gather(ids, tf.clip_by_value(position - start, 0,
+                                                length - 1), batch_dims=1)
+        word_ids = tf.where(inside, taken, word_ids)
+        word_ids = tf.where(position == start + count, sep_id, word_ids)
+        if index:
+            type_ids = tf.where(inside | (position == start + count), 1,
+                                type_ids)
+        start = start + count + 1
+    return {"input_word_ids": word_ids,
+            "input_mask": tf.cast(position < start, tf.int32),
+            "input_type_ids": type_ids}
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertPacker(keras.layers.Layer):
     """One or two segments of ids -> `input_word_ids/input_mask/input_type_ids`.

@@ -137,6 +137,13 @@ class BertTokenizer(keras.layers.Layer):
             max_bytes_per_word=MAX_BYTES_PER_WORD, token_out_type=tf.int32,
             unknown_token="[UNK]", lower_case_nfd_strip_accents=normalize)
 
+    def fused(self):
+        """The `tf_text.FastBertTokenizer` with fused normalization alone:
+        the tokenizer TFLite kernels can run. Equal to `call` on plain text
+        (see the module docstring); on other text it also folds
+        compatibility characters and keeps control characters."""
+        return self._fast or self._fast_bert(normalize=self.lower_case)
+
     @property
     def vocab_size(self):
         return len(self.vocabulary)

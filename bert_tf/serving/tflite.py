@@ -1,0 +1,214 @@
+"""TFLite / LiteRT export of a fine-tuned classifier: raw strings in,
+tokenization inside the model, probabilities and labels out.
+
+The graph is the classifier's serving graph with the two pieces TFLite
+builtins cannot run replaced by pieces they can:
+- tokenization is `tf_text.FastBertTokenizer` with its fused normalization
+  (`BertTokenizer.fused`), whose normalizer and WordPiece ops have TFLite
+  kernels in tf-text's registrar (no Flex delegate). It equals the
+  SavedModel's tokenizer on plain text; on other text it also folds
+  compatibility characters (ß -> ss, fullwidth -> ASCII) and keeps
+  control characters (see `bert_tf/text/tokenizer.py`);
+- packing is `pack_dense` (gathers and selects instead of ragged ops),
+  equal to the SavedModel's round-robin packing.
+Every request runs at the model's full `seq_length`.
+
+Run it with `TFLiteClassifier` (LiteRT's interpreter from `ai-edge-litert`
+if installed, else `tf.lite`), or on a device with the tf-text custom ops
+registered (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`).
+"""
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import tasks
+from bert_tf.tasks.base import same_batch
+from bert_tf.text.packer import pack_dense
+from bert_tf.text.tokenizer import BertTokenizer
+
+QUANTIZATIONS = ("none", "dynamic_int8")
+
+
+class TFLiteModule(tf.Module):
+    """The classifier graph TFLite converts (module docstring).
+
+    `serving_default(text[, text_b])` -> `probabilities` [B, K] and
+    `label` [B] (class names), or `score` [B] for regression.
+    """
+
+    def __init__(self, model, spec, vocab):
+        super().__init__(name="bert_classifier_tflite")
+        self.model_variables = [v.value for v in model.variables]
+        tokenizer = BertTokenizer(vocab, spec["lower_case"]).fused()
+        length, labels = spec["seq_length"], list(spec["labels"])
+        label_names = tf.constant(labels or [""])
+
+        def serve(text, text_b=None):
+            texts = [text] if text_b is None else list(
+                same_batch(text, text_b, "text", "text_b"))
+            inputs = pack_dense([tokenizer.tokenize(t) for t in texts],
+                                length, vocab.cls_id, vocab.sep_id,
+                                vocab.pad_id)
+            logits = tf.cast(model(inputs, training=False), tf.float32)
+            if not labels:
+                return {"score": logits[:, 0]}
+            return {"probabilities": tf.nn.softmax(logits),
+                    "label": tf.gather(label_names,
+                                       tf.argmax(logits, axis=-1))}
+
+        specs = [tf.TensorSpec([None], tf.string, name="text")]
+        if spec["pair"]:
+            specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
+        self.serve = tf.function(serve, input_signature=specs)
+
+
+def convert(module, quantize="none"):
+    """TFLite flatbuffer bytes of a module's `serve` (builtins plus the
+    tf-text custom ops; dynamic-range int8 weights if asked)."""
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"quantize = {quantize!r}: use one of "
+                         f"{', '.join(QUANTIZATIONS)}.")
+    staging = Path(tempfile.mkdtemp(prefix="bert_tf_tflite_"))
+    try:
+        tf.saved_model.save(module, str(staging),
+                            signatures={"serving_default": module.serve})
+        converter = tf.lite.TFLiteConverter.from_saved_model(
+            str(staging), signature_keys=["serving_default"])
+        converter.target_spec.supported_ops = [
+            tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.allow_custom_ops = True  # the tf-text kernels
+        if quantize == "dynamic_int8":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        return converter.convert()
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def export_tflite(checkpoint, out, quantize="none", log=print,
+                  overwrite=False):
+    """Writes the TFLite file of a fine-tuned classifier.
+
+    Args:
+        checkpoint: a `bert-tf finetune` model_dir (or its best/) of a
+            classification task.
+        out: the `.tflite` file to write.
+        quantize: `none` (fp32) or `dynamic_int8` (int8 weights, float
+            activations).
+        log, overwrite: as in `bert_tf.serving.export.export_model`.
+
+    Returns:
+        {"path", "bytes", "custom_ops", "quantize"}.
+    """
+    out = Path(out)
+    if out.suffix != ".tflite":
+        raise ValueError(f"--out {out}: name a .tflite file.")
+    if out.exists() and not overwrite:
+        raise ValueError(f"{out} already exists; choose another file or "
+                         "pass --overwrite.")
+    task, model, vocab, _ = tasks.load_finetuned(checkpoint)
+    if task.kind != "classification":
+        raise ValueError(f"{checkpoint} holds a {task.kind} model: the "
+                         "TFLite export covers classifiers; export it as a "
+                         "SavedModel (--format savedmodel).")
+    flatbuffer = convert(TFLiteModule(model, task.spec, vocab), quantize)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    partial.write_bytes(flatbuffer)
+    partial.replace(out)
+    custom = custom_ops(out)
+    log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
+        f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "
+        f"{model.count_params():,} parameters; labels "
+        f"{', '.join(task.spec['labels']) or '(regression)'}; seq_length "
+        f"{task.spec['seq_length']}; custom ops "
+        f"{', '.join(custom) or 'none'}, from tf-text's TFLite registrar; "
+        "no Flex)")
+    return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
+            "quantize": quantize}
+
+
+def custom_ops(path):
+    """Names of the custom (non-builtin) ops a TFLite file uses."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(
+        Path(path).read_bytes(), 0))
+    return sorted({code.customCode.decode() for code in model.operatorCodes
+                   if code.customCode})
+
+
+def interpreter(path, num_threads=2):
+    """A LiteRT interpreter (`ai_edge_litert`, else `tf.lite`) for a TFLite
+    file, with tf-text's custom ops registered."""
+    from tensorflow_text import tflite_registrar
+
+    try:
+        from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    except ImportError:  # ai-edge-litert is optional; TF ships one too
+        from tensorflow.lite.python.interpreter import \
+            InterpreterWithCustomOps
+    return InterpreterWithCustomOps(
+        model_path=str(path), num_threads=num_threads,
+        custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+
+
+class TFLiteClassifier:
+    """Runs an exported TFLite classifier on Python strings.
+
+    Example:
+    >>> classifier = TFLiteClassifier(example_files.tflite())
+    >>> out = classifier(["a gripping film", ""])
+    >>> out["probabilities"].shape, out["label"].dtype.kind
+    ((2, 2), 'O')
+    """
+
+    def __init__(self, path, num_threads=2):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"{path}: no such TFLite file.")
+        self._interpreter = interpreter(self.path, num_threads)
+        self._runner = self._interpreter.get_signature_runner(
+            "serving_default")
+        self.inputs = sorted(self._runner.get_input_details())
+
+    def __call__(self, texts, texts_b=None):
+        def encoded(strings):
+            return np.array([s.encode("utf-8", "surrogatepass")
+                             if isinstance(s, str) else bytes(s)
+                             for s in strings], dtype=object)
+
+        inputs = {"text": encoded(texts)}
+        if "text_b" in self.inputs:
+            if texts_b is None or len(texts_b) != len(texts):
+                raise ValueError("This model classifies pairs: give "
+                                 "texts_b, as many as texts.")
+            inputs["text_b"] = encoded(texts_b)
+        if not len(texts):
+            raise ValueError("texts is empty: give at least one string.")
+        return self._runner(**inputs)
+
+
+def print_predictions(path, args, log=print):
+    """`bert-tf predict --model FILE.tflite`: label, probability, text."""
+    from bert_tf.tasks.base import command_line_texts
+
+    classifier = TFLiteClassifier(path)
+    texts = command_line_texts(args)
+    for start in range(0, len(texts), args.batch_size):
+        chunk = texts[start:start + args.batch_size]
+        out = classifier(chunk)
+        for i, text in enumerate(chunk):
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            if "score" in out:
+                log(f"{out['score'][i]:.4f}\t{shown}")
+            else:
+                log(f"{out['label'][i].decode()}\t"
+                    f"{out['probabilities'][i].max():.4f}\t{shown}")
+
+
+__all__ = ["QUANTIZATIONS", "TFLiteClassifier", "TFLiteModule", "convert",
+           "custom_ops", "export_tflite", "interpreter", "print_predictions"]

@@ -1,0 +1,124 @@
+"""TFLite export: raw strings in with tf-text's TFLite kernels (no Flex),
+the same answers as the SavedModel, int8 variant, hostile strings, and
+`bert-tf export --format tflite` / `bert-tf predict` on the file."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from bert_tf import checkpoints, cli
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.task_models import BertClassifier
+from bert_tf.serving import export as export_lib
+from bert_tf.serving.tflite import TFLiteClassifier, custom_ops, export_tflite
+from bert_tf.text.vocab import Vocab
+from test_serving import HOSTILE
+from toy_task import ENCODER, VOCAB
+
+TEXTS = ["the film was good and long", "the film was awful", "", "dull",
+         "The FILM was GOOD!"]
+QUIET = dict(log=lambda *a: None)
+# The custom ops tf-text's TFLite registrar provides that the graph uses.
+TFLITE_TEXT_OPS = {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
+                   "RaggedTensorToTensor"}
+
+
+@pytest.fixture(scope="module")
+def saved_and_tflite(toy_run, tmp_path_factory):
+    directory, _ = toy_run
+    root = tmp_path_factory.mktemp("tflite")
+    saved = export_lib.export_model(directory / "run", root / "toy" / "1",
+                                    **QUIET)["path"]
+    files = {q: export_tflite(directory / "run", root / f"{q}.tflite", q,
+                              **QUIET) for q in ("none", "dynamic_int8")}
+    return export_lib.load_exported(saved), files, directory / "run"
+
+
+@pytest.mark.slow
+def test_tflite_answers_like_the_saved_model(saved_and_tflite):
+    loaded, files, _ = saved_and_tflite
+    expected = export_lib.predict_texts(loaded, TEXTS)
+    got = TFLiteClassifier(files["none"]["path"])(TEXTS)
+    np.testing.assert_allclose(got["probabilities"],
+                               expected["probabilities"], atol=1e-5)
+    assert got["label"].tolist() == expected["label"].tolist()
+    # Only builtins plus tf-text's registered kernels: no Flex ops.
+    for report in files.values():
+        assert set(report["custom_ops"]) == TFLITE_TEXT_OPS
+        assert not any(op.startswith("Flex") for op in report["custom_ops"])
+        assert custom_ops(report["path"]) == report["custom_ops"]
+    int8 = TFLiteClassifier(files["dynamic_int8"]["path"])(TEXTS)
+    assert int8["probabilities"].shape == (len(TEXTS), 2)
+
+
+@pytest.mark.slow
+def test_tflite_takes_hostile_strings(saved_and_tflite):
+    loaded, files, _ = saved_and_tflite
+    for report in files.values():
+        classifier = TFLiteClassifier(report["path"])
+        out = classifier(HOSTILE)
+        probabilities = out["probabilities"]
+        assert probabilities.shape == (len(HOSTILE), 2)
+        assert np.isfinite(probabilities).all()
+        np.testing.assert_allclose(probabilities.sum(1), 1, atol=1e-5)
+        for i, text in enumerate(HOSTILE):  # alone as in the batch
+            np.testing.assert_allclose(classifier([text])["probabilities"][0],
+                                       probabilities[i], atol=1e-5)
+    # Plain text (and over-long text, cut at seq_length) as the SavedModel.
+    plain = [HOSTILE[0], HOSTILE[1], HOSTILE[2]]
+    np.testing.assert_allclose(
+        TFLiteClassifier(files["none"]["path"])(plain)["probabilities"],
+        loaded.signatures["serving_default"](
+            text=tf.constant(plain))["probabilities"], atol=1e-5)
+    with pytest.raises(ValueError, match="texts is empty"):
+        TFLiteClassifier(files["none"]["path"])([])
+
+
+@pytest.mark.slow
+def test_pair_classifier_tflite(tmp_path):
+    best = tmp_path / "pairs" / "best"
+    best.mkdir(parents=True)
+    model = BertClassifier(BertEncoder(**ENCODER), 2)
+    spec = {"task": "pairs", "labels": ["no", "yes"], "regression": False,
+            "pair": True, "metrics": ["accuracy"], "seq_length": 12,
+            "lower_case": True, "dropout": 0.1, "encoder": ENCODER}
+    (best / "classifier.yaml").write_text(yaml.safe_dump(spec))
+    Vocab(tuple(VOCAB)).save(best / "vocab.txt")
+    checkpoints.model_checkpoint(model.encoder, classifier=model.head) \
+        .write(str(best / "model.ckpt"))
+    path = export_tflite(best, tmp_path / "pairs.tflite", **QUIET)["path"]
+    loaded = export_lib.load_exported(export_lib.export_model(
+        best, tmp_path / "export" / "pairs" / "1", **QUIET)["path"])
+    a = ["the film was good the film was good", "bad", ""]
+    b = ["the film", "dull film was bad and long and dull", "film"]
+    np.testing.assert_allclose(
+        TFLiteClassifier(path)(a, b)["probabilities"],
+        export_lib.predict_texts(loaded, a, b)["probabilities"], atol=1e-5)
+    with pytest.raises(ValueError, match="texts_b"):
+        TFLiteClassifier(path)(a)
+
+
+@pytest.mark.slow
+def test_cli_writes_and_predicts_tflite(saved_and_tflite, tmp_path, capsys):
+    _, _, run_dir = saved_and_tflite
+    out = tmp_path / "sentiment.tflite"
+    assert cli.main(["export", "--format", "tflite", "--checkpoint",
+                     str(run_dir), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out}" in printed and "no Flex" in printed
+    assert cli.main(["predict", "--model", str(out), "the film was good",
+                     "dull"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and lines[0].endswith("the film was good")
+    # Errors name the input: an existing file, a wrong suffix, a wrong kind.
+    assert cli.main(["export", "--format", "tflite", "--checkpoint",
+                     str(run_dir), "--out", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert cli.main(["export", "--format", "tflite", "--checkpoint",
+                     str(run_dir), "--out", str(tmp_path / "x.bin")]) == 2
+    assert ".tflite" in capsys.readouterr().err
+    assert cli.main(["export", "--format", "tflite", "--kind", "hub",
+                     "--checkpoint", str(run_dir), "--out",
+                     str(tmp_path / "y.tflite")]) == 2
+    assert "--kind task" in capsys.readouterr().err
