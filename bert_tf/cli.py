@@ -354,7 +354,6 @@ def build_parser():
 
     p = sub.add_parser("predict", help="answer raw text with an exported "
                                        "model (any task kind)")
-    p.add_argument("--model", required=True, help="export/NAME/VERSION")
     p.add_argument("texts", nargs="*", help="texts to label, tag or embed "
                                            "(classification pairs: "
                                            "'A<TAB>B')")
@@ -362,7 +361,12 @@ def build_parser():
                                    "JSONL file of "
                                    '{"question", "context"} objects')
     p.add_argument("--question", help="QA: the question")
-    p.add_argument("--context", help="QA: the context (or @FILE to read it)")
+    p.add_argument("--context", help="QA and multiple choice: the context "
+                                     "(QA: or @FILE to read it)")
+    p.add_argument("--choice", action="append", default=[],
+                   help="multiple choice: one choice (repeat for each)")
+    p.add_argument("--model", dest="model", required=True,
+                   help="export/NAME/VERSION, or a .tflite file")
     p.add_argument("--batch-size", type=int, default=64)
     p.set_defaults(func=_predict)
 

@@ -321,15 +321,18 @@ class TaskConfig:
         kind: the task kind (`bert_tf.tasks.KINDS`): `classification`
             (`glue/NAME`, `sample:rt_sentiment`, `local` TSV/CSV/JSONL),
             `span_qa` (`squad/v1.1`, `squad/v2.0`, `sample:wnut_qa`, `local`
-            SQuAD JSON) or `tagging` (`conll2003`, `sample:wnut_ner`,
-            `local` CoNLL files).
+            SQuAD JSON), `tagging` (`conll2003`, `sample:wnut_ner`,
+            `local` CoNLL files) or `multiple_choice` (`hellaswag`,
+            `super_glue/copa`, `sample:next_sentence`, `local` SWAG CSV or
+            JSONL).
         name: the data, as listed for `kind`.
         train_file, validation_file, test_file: local files.
         text, text_b, label: column names of local classification files
             (`text_b` for pairs).
         labels: class names in id order (default: sorted, from train).
         regression: numeric labels, one output.
-        format: `tsv`, `csv` or `jsonl` ("" : from the file names).
+        format: `tsv`, `csv` or `jsonl`; multiple choice: `swag` (CSV) or
+            `jsonl` ("" : from the file names).
         data_dir: TFDS data directory ("" : TFDS's default).
         seed: split seed of the sample tasks.
         doc_stride: span QA: word pieces between window starts.

@@ -19,7 +19,8 @@
  *   ./serving_check -l .../tensorflow_text/python/ops/_fast_wordpiece_tokenizer.so \
  *     [-l LIB ...] export/rt_sentiment/1 "a fine film" "dull"
  * For pair models each text is "TEXT_A<TAB>TEXT_B"; for QA models
- * "QUESTION<TAB>CONTEXT".
+ * "QUESTION<TAB>CONTEXT"; for multiple choice "CONTEXT<TAB>CHOICE<TAB>..."
+ * (as many choices in every text as in the first).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,29 @@ static TF_Tensor* string_tensor(char** texts, int n, int column) {
   return tensor;
 }
 
+/* [n, C] choices: the tab-separated fields after the first of each
+ * argument, C the number of tabs in the first one ("" where missing). */
+static TF_Tensor* choices_tensor(char** texts, int n) {
+  int c = 0;
+  for (const char* p = texts[0]; (p = strchr(p, '\t')); ++p) ++c;
+  int64_t dims[2] = {n, c};
+  TF_Tensor* tensor = TF_AllocateTensor(TF_STRING, dims, 2,
+                                        (size_t)n * c * sizeof(TF_TString));
+  TF_TString* data = (TF_TString*)TF_TensorData(tensor);
+  for (int i = 0; i < n; ++i) {
+    const char* field = strchr(texts[i], '\t');
+    for (int j = 0; j < c; ++j) {
+      const char* start = field ? field + 1 : "";
+      const char* end = field ? strchr(start, '\t') : NULL;
+      size_t length = end ? (size_t)(end - start) : strlen(start);
+      TF_StringInit(&data[i * c + j]);
+      TF_StringCopy(&data[i * c + j], start, length);
+      field = end;
+    }
+  }
+  return tensor;
+}
+
 int main(int argc, char** argv) {
   TF_Status* status = TF_NewStatus();
   int arg = 1;
@@ -128,10 +152,17 @@ int main(int argc, char** argv) {
   TF_Output feeds[MAX_TENSORS], fetches[MAX_TENSORS];
   TF_Tensor* feed_values[MAX_TENSORS];
   TF_Tensor* fetch_values[MAX_TENSORS] = {0};
+  int multiple_choice = 0;
+  for (int i = 0; i < n_inputs; ++i)
+    if (strcmp(inputs[i].name, "choices") == 0) multiple_choice = 1;
   for (int i = 0; i < n_inputs; ++i) {
     feeds[i] = find(graph, &inputs[i]);
+    if (strcmp(inputs[i].name, "choices") == 0) {
+      feed_values[i] = choices_tensor(texts, n);
+      continue;
+    }
     int second = strcmp(inputs[i].name, "text_b") == 0 ||
-                 strcmp(inputs[i].name, "context") == 0;
+                 (strcmp(inputs[i].name, "context") == 0 && !multiple_choice);
     feed_values[i] = string_tensor(texts, n, second);
   }
   for (int i = 0; i < n_outputs; ++i) fetches[i] = find(graph, &outputs[i]);

@@ -157,6 +157,47 @@ class MaskedMeanPool(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
+class FlattenChoices(keras.layers.Layer):
+    """[batch, choices, seq] -> [batch * choices, seq] (multiple choice:
+    every choice is one encoder row).
+
+    Example:
+    >>> import numpy as np
+    >>> tuple(FlattenChoices()(np.zeros((2, 4, 8), "int32")).shape)
+    (8, 8)
+    """
+
+    def call(self, inputs):
+        return ops.reshape(inputs, (-1, ops.shape(inputs)[-1]))
+
+    def compute_output_spec(self, inputs):
+        batch, choices, length = inputs.shape
+        rows = None if batch is None or choices is None else batch * choices
+        return keras.KerasTensor((rows, length), dtype=inputs.dtype)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class ChoiceLogits(keras.layers.Layer):
+    """One score per row [batch * choices, 1] -> [batch, choices] logits,
+    shaped like `choices_like` [batch, choices, ...].
+
+    Example:
+    >>> import numpy as np
+    >>> scores = np.arange(6, dtype="float32").reshape(6, 1)
+    >>> ChoiceLogits()(scores, np.zeros((2, 3, 5))).numpy().tolist()
+    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    """
+
+    def call(self, scores, choices_like):
+        shape = ops.shape(choices_like)
+        return ops.reshape(scores, (shape[0], shape[1]))
+
+    def compute_output_spec(self, scores, choices_like):
+        return keras.KerasTensor(tuple(choices_like.shape[:2]),
+                                 dtype=scores.dtype)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
 class NextSentenceHead(ClassificationHead):
     """Binary IsNext (0) / NotNext (1) classifier on the pooled `[CLS]`.
 

@@ -9,7 +9,8 @@ them alike.
 
 import keras
 
-from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool, SpanHead
+from bert_tf.layers.heads import (ChoiceLogits, ClassificationHead,
+                                  FlattenChoices, MaskedMeanPool, SpanHead)
 from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
                                     from_config_with_encoder, select_inputs)
@@ -199,4 +200,55 @@ class BertTokenClassifier(TaskModel):
                           "sequence_output", **kwargs)
 
 
-TASK_MODELS = (BertClassifier, BertSpanLabeler, BertTokenClassifier)
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertMultipleChoice(TaskModel):
+    """Multiple choice (SWAG) with BERT: the context paired with each of C
+    choices, inputs [batch, C, seq], flattened to [batch * C, seq] for the
+    encoder; dropout + dense(1) on each pooled `[CLS]` output gives a
+    score, and the scores are float32 logits [batch, C], trained with
+    softmax cross-entropy over the choices as in the paper. C is whatever
+    the inputs hold (it may differ between datasets and batches).
+
+    Args:
+        encoder: a `BertEncoder`.
+        dropout: dropout rate before the scoring layer.
+
+    Example:
+    >>> import numpy as np, keras
+    >>> from bert_tf.models.encoder import BertEncoder
+    >>> model = BertMultipleChoice(BertEncoder.from_preset("bert_tiny"))
+    >>> x = {"input_word_ids": np.full((4, 3, 8), 1000, "int32"),
+    ...      "input_mask": np.ones((4, 3, 8), "int32"),
+    ...      "input_type_ids": np.zeros((4, 3, 8), "int32")}
+    >>> model.compile(optimizer=keras.optimizers.AdamW(2e-5),
+    ...               loss=keras.losses.SparseCategoricalCrossentropy(
+    ...                   from_logits=True), metrics=["accuracy"])
+    >>> history = model.fit(x, np.array([0, 1, 2, 0]), epochs=2, verbose=0)
+    >>> model.predict(x, verbose=0).shape
+    (4, 3)
+    """
+
+    CHECKPOINT_ROOT = "multiple_choice"
+    CONFIG_ARGS = ("dropout",)
+
+    def __init__(self, encoder, dropout=0.1, **kwargs):
+        # === Layers ===
+        self.encoder = encoder
+        self.head = ClassificationHead(1, dropout, **self._head_args(encoder))
+
+        # === Functional model ===
+        inputs = {name: keras.Input(shape=(None, None), dtype="int32",
+                                    name=name) for name in INPUT_NAMES}
+        rows = {name: FlattenChoices(name=f"flatten_{name}")(tensor)
+                for name, tensor in inputs.items()}
+        scores = self.head(encoder(rows)["pooled_output"])
+        logits = ChoiceLogits(name="choice_logits")(
+            scores, inputs["input_word_ids"])
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.dropout = dropout
+
+
+TASK_MODELS = (BertClassifier, BertSpanLabeler, BertTokenClassifier,
+               BertMultipleChoice)

@@ -18,6 +18,7 @@ KINDS = {
     "classification": "bert_tf.tasks.classification:Classification",
     "span_qa": "bert_tf.tasks.span_qa:SpanQA",
     "tagging": "bert_tf.tasks.tagging:Tagging",
+    "multiple_choice": "bert_tf.tasks.multiple_choice:MultipleChoice",
 }
 
 
