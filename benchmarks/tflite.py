@@ -9,7 +9,8 @@ sizes, conversion time and batch-1 latency (p50/p99 over real sentences,
 SavedModel's `serving_default`). Finally every hostile string goes
 through the TFLite models.
 
-    .venv/bin/python benchmarks/tflite.py [--checkpoint demo_out/rt_sentiment_minilm] [--calls 300]
+    .venv/bin/python benchmarks/tflite.py \
+        [--checkpoint demo_out/rt_sentiment_minilm] [--calls 300]
 """
 
 import argparse
@@ -30,7 +31,8 @@ tf.config.threading.set_inter_op_parallelism_threads(THREADS)
 from bert_tf.data.readers import load_task  # noqa: E402
 from bert_tf.serving.export import (export_model, load_exported,  # noqa: E402
                                     predict_texts)
-from bert_tf.serving.tflite import TFLiteClassifier, export_tflite  # noqa: E402
+from bert_tf.serving.tflite import (TFLiteClassifier,  # noqa: E402
+                                    export_tflite)
 
 HOSTILE = ["", "   \t\n ", "film " * 10000, "\x00\x01 bell\x07",
            "🎸 中文 ünïcödé", b"\xff\xfe invalid utf-8", "\u200b\u200d",

@@ -72,6 +72,20 @@ def _pairs(args):
     from bert_tf.data import pairs
     from bert_tf.text.tokenizer import BertTokenizer
 
+    if args.runner:
+        from bert_tf.data.pairs_beam import run_pairs_pipeline
+
+        options = list(args.pipeline_args)
+        if args.runner == "DirectRunner" and args.workers > 1:
+            options += [f"--direct_num_workers={args.workers}",
+                        "--direct_running_mode=multi_processing"]
+        run_pairs_pipeline(args.corpus, args.vocab, args.out,
+                           seq_length=args.seq_length,
+                           dupe_factor=args.dupe_factor, seed=args.seed,
+                           num_shards=args.shards or 0,
+                           eval_share=args.eval_share, runner=args.runner,
+                           pipeline_args=options, cache=args.cache)
+        return
     docs = _corpus(args.corpus, args.cache)
     tokenizer = BertTokenizer(args.vocab)
     pairs.write_pairs(docs, tokenizer, args.out, seq_length=args.seq_length,
@@ -263,12 +277,20 @@ def build_parser():
                    help="passes over the corpus")
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--workers", type=int, default=1,
-                   help="processes (the output does not depend on it)")
+                   help="processes (the output does not depend on it; "
+                        "with --runner DirectRunner: its worker processes)")
     p.add_argument("--shards", type=int, default=None,
-                   help="output files (default: 1 per 10,000 pairs)")
+                   help="output files (default: 1 per 10,000 pairs; with "
+                        "--runner: the runner decides)")
     p.add_argument("--eval-share", type=float, default=0.0,
                    help="share of documents held out into OUT/eval")
-    p.set_defaults(func=_pairs)
+    p.add_argument("--runner", choices=("DirectRunner", "DataflowRunner",
+                                        "FlinkRunner", "SparkRunner"),
+                   help="make the pairs as an Apache Beam pipeline on this "
+                        "runner (the same pairs; needs pip install "
+                        "-e .[beam]); further --options are passed to "
+                        "Beam (e.g. --project, --region, --temp_location)")
+    p.set_defaults(func=_pairs, pipeline_args=[])
 
     p = sub.add_parser("pretrain", help="pre-train with a config "
                                         "(strategies, checkpoints, resume)")
@@ -385,7 +407,12 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "pairs" or not args.runner:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.pipeline_args = extra
     try:
         args.func(args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:

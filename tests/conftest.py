@@ -97,15 +97,43 @@ def sample_pairs(sample_documents, bert_vocab, tmp_path_factory):
     return out, stats
 
 
+def finetune_toy(tmp_path_factory, name, write, make_config):
+    """(directory, result): `write(directory)` writes a toy task's files,
+    `make_config(directory)` is its fine-tuning config, run quietly."""
+    from bert_tf import finetune
+    directory = tmp_path_factory.mktemp(name)
+    write(directory)
+    return directory, finetune.run(make_config(directory),
+                                   log=lambda *a: None)
+
+
 @pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
     """A BERT (L1/H32) fine-tuned on the toy task: (directory, result)."""
-    from bert_tf import finetune
     from toy_task import toy_config, write_toy_task
-    directory = tmp_path_factory.mktemp("toy")
-    write_toy_task(directory)
-    result = finetune.run(toy_config(directory), log=lambda *a: None)
-    return directory, result
+    return finetune_toy(tmp_path_factory, "toy", write_toy_task, toy_config)
+
+
+def save_pair_classifier(best, labels, encoder_args, tokens):
+    """A random pair classifier (`labels` empty: regression, seq 12) saved
+    as a fine-tuning run's `best/` directory; returns `best`."""
+    import yaml
+    from bert_tf import checkpoints
+    from bert_tf.models.encoder import BertEncoder
+    from bert_tf.models.task_models import BertClassifier
+    from bert_tf.text.vocab import Vocab
+
+    best.mkdir(parents=True)
+    model = BertClassifier(BertEncoder(**encoder_args), len(labels) or 1)
+    spec = {"task": best.parent.name, "labels": list(labels),
+            "regression": not labels, "pair": True,
+            "metrics": ["accuracy"], "seq_length": 12, "lower_case": True,
+            "dropout": 0.1, "encoder": encoder_args}
+    (best / "classifier.yaml").write_text(yaml.safe_dump(spec))
+    Vocab(tuple(tokens)).save(best / "vocab.txt")
+    checkpoints.model_checkpoint(model.encoder, classifier=model.head) \
+        .write(str(best / "model.ckpt"))
+    return best
 
 
 def assert_buckets_match_fixed_length(run_dir, bucketed, tmp_path, requests):

@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import cli, finetune
+from bert_tf import cli
 from bert_tf.data.readers import swag
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.task_models import BertMultipleChoice
 from bert_tf.serving import export as export_lib
 from bert_tf.tasks.multiple_choice import choice_features, choose
 from bert_tf.text.preprocessor import BertPreprocessor
+from conftest import finetune_toy
 from test_serving import HOSTILE, run_serving_check
 from toy_choices import (ENCODER, VOCAB, toy_choices, toy_choices_config,
                          write_swag_csv, write_toy_choices)
@@ -153,10 +154,8 @@ def test_multiple_choice_model_saves_and_loads(tmp_path):
 
 @pytest.fixture(scope="module")
 def mc_run(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("mc")
-    write_toy_choices(directory)
-    result = finetune.run(toy_choices_config(directory), log=lambda *a: None)
-    return directory, result
+    return finetune_toy(tmp_path_factory, "mc", write_toy_choices,
+                        toy_choices_config)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import json
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,8 @@ from bert_tf import cli
 from bert_tf.tasks.classification import WARMUP_TEXTS, load_classifier
 from bert_tf.serving import export as export_lib
 from bert_tf.text.preprocessor import BertPreprocessor
-from conftest import assert_buckets_match_fixed_length
+from conftest import (assert_buckets_match_fixed_length,
+                      save_pair_classifier)
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = ["the film was good and long", "the film was awful", "", "dull"]
@@ -294,25 +294,11 @@ def test_length_buckets_answer_like_the_fixed_length_graph(exported,
 
 @pytest.mark.slow
 def test_pair_and_regression_exports(tmp_path):
-    import yaml
-
-    from bert_tf import checkpoints
-    from bert_tf.models.encoder import BertEncoder
-    from bert_tf.models.task_models import BertClassifier
-    from bert_tf.text.vocab import Vocab
     from toy_task import ENCODER, VOCAB
 
     for labels, name in (([], "sts"), (["no", "yes"], "pairs")):
-        best = tmp_path / name / "best"
-        best.mkdir(parents=True)
-        model = BertClassifier(BertEncoder(**ENCODER), len(labels) or 1)
-        spec = {"task": name, "labels": labels, "regression": not labels,
-                "pair": True, "metrics": ["accuracy"], "seq_length": 12,
-                "lower_case": True, "dropout": 0.1, "encoder": ENCODER}
-        (best / "classifier.yaml").write_text(yaml.safe_dump(spec))
-        Vocab(tuple(VOCAB)).save(best / "vocab.txt")
-        checkpoints.model_checkpoint(model.encoder, classifier=model.head) \
-            .write(str(best / "model.ckpt"))
+        best = save_pair_classifier(tmp_path / name / "best", labels,
+                                    ENCODER, VOCAB)
         out = tmp_path / "export" / name / "3"
         export_lib.export_model(best, out, log=lambda *a: None)
         loaded = export_lib.load_exported(out)

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from bert_tf import cli, finetune
+from bert_tf import cli
 from bert_tf.data.readers import squad, wnut
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.task_models import BertSpanLabeler
@@ -21,7 +21,7 @@ from bert_tf.tasks.span_decoding import decode_answers
 from bert_tf.tasks.span_qa import SpanQA
 from bert_tf.tasks.squad_metrics import f1_score, squad_v1, squad_v2
 from bert_tf.text.qa_preprocessor import QAPreprocessor
-from conftest import assert_buckets_match_fixed_length
+from conftest import assert_buckets_match_fixed_length, finetune_toy
 from squad_reference import reference_answers
 from test_serving import _compile_serving_check
 from toy_qa import ENCODER, toy_qa_config, write_toy_qa
@@ -219,6 +219,15 @@ def test_wnut_qa_split_is_fixed():
     example = next(e for e in qa.splits["train"] if e["answers"])
     start = example["answer_starts"][0]
     assert example["context"][start:].startswith(example["answers"][0])
+    threads = squad.load_qa("sample:wnut_qa_threads")
+    assert threads.splits["test"] == qa.splits["test"]
+    assert threads.splits["train"][:2884] == qa.splits["train"]
+    extra = threads.splits["train"][2884:]
+    assert len(extra) == 1162 and all("\n\n" in e["context"] for e in extra)
+    # Every gold answer of every tweet sits at its start in the thread.
+    assert squad.check_examples(extra) == (extra, [])
+    tweets = [e for e in extra if not e["is_impossible"]]
+    assert max(len(e["answers"]) for e in tweets) > 1
 
 
 # --- model, fine-tuning, export -----------------------------------------------
@@ -239,10 +248,8 @@ def test_span_labeler_saves_and_loads(tmp_path):
 
 @pytest.fixture(scope="module")
 def qa_run(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("qa")
-    write_toy_qa(directory)
-    result = finetune.run(toy_qa_config(directory), log=lambda *a: None)
-    return directory, result
+    return finetune_toy(tmp_path_factory, "qa", write_toy_qa,
+                        toy_qa_config)
 
 
 @pytest.fixture(scope="module")

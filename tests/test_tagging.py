@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from seqeval.metrics import classification_report, f1_score
 
-from bert_tf import cli, finetune
+from bert_tf import cli
 from bert_tf.data.readers import conll, wnut
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.task_models import BertTokenClassifier
@@ -19,7 +19,7 @@ from bert_tf.tasks.tagging import entity_scores
 from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
 from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
 from test_serving import _compile_serving_check
-from conftest import assert_buckets_match_fixed_length
+from conftest import assert_buckets_match_fixed_length, finetune_toy
 from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
 
 LABELS = ("O", "B-LOC", "I-LOC", "B-PER", "I-PER")
@@ -169,10 +169,8 @@ def test_token_classifier_saves_and_loads(tmp_path):
 
 @pytest.fixture(scope="module")
 def tag_run(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("tagging")
-    write_toy_tagging(directory)
-    result = finetune.run(toy_tagging_config(directory), log=lambda *a: None)
-    return directory, result
+    return finetune_toy(tmp_path_factory, "tagging", write_toy_tagging,
+                        toy_tagging_config)
 
 
 @pytest.fixture(scope="module")

@@ -5,14 +5,10 @@ the same answers as the SavedModel, int8 variant, hostile strings, and
 import numpy as np
 import pytest
 import tensorflow as tf
-import yaml
-
-from bert_tf import checkpoints, cli
-from bert_tf.models.encoder import BertEncoder
-from bert_tf.models.task_models import BertClassifier
+from bert_tf import cli
 from bert_tf.serving import export as export_lib
 from bert_tf.serving.tflite import TFLiteClassifier, custom_ops, export_tflite
-from bert_tf.text.vocab import Vocab
+from conftest import save_pair_classifier
 from test_serving import HOSTILE
 from toy_task import ENCODER, VOCAB
 
@@ -77,16 +73,8 @@ def test_tflite_takes_hostile_strings(saved_and_tflite):
 
 @pytest.mark.slow
 def test_pair_classifier_tflite(tmp_path):
-    best = tmp_path / "pairs" / "best"
-    best.mkdir(parents=True)
-    model = BertClassifier(BertEncoder(**ENCODER), 2)
-    spec = {"task": "pairs", "labels": ["no", "yes"], "regression": False,
-            "pair": True, "metrics": ["accuracy"], "seq_length": 12,
-            "lower_case": True, "dropout": 0.1, "encoder": ENCODER}
-    (best / "classifier.yaml").write_text(yaml.safe_dump(spec))
-    Vocab(tuple(VOCAB)).save(best / "vocab.txt")
-    checkpoints.model_checkpoint(model.encoder, classifier=model.head) \
-        .write(str(best / "model.ckpt"))
+    best = save_pair_classifier(tmp_path / "pairs" / "best", ["no", "yes"],
+                                ENCODER, VOCAB)
     path = export_tflite(best, tmp_path / "pairs.tflite", **QUIET)["path"]
     loaded = export_lib.load_exported(export_lib.export_model(
         best, tmp_path / "export" / "pairs" / "1", **QUIET)["path"])

@@ -88,14 +88,20 @@ def _split_sentence(rng, sentence):
             (" ".join(words[cut:]), max(1, tokens - first))]
 
 
-def pairs_from_document(documents, index, seq_length, rng,
-                        short_seq_prob=0.1):
-    """Yields (text_a, text_b, is_random_next, tokens) for one document.
+def pair_plans(document, index, document_sizes, seq_length, rng,
+               short_seq_prob=0.1):
+    """Yields the pairs of document `index` as plans: (segment A sentences,
+    segment B sentences or a `(other, start, target_b)` request,
+    is_random_next).
 
-    `documents` holds every document as a list of (sentence, WordPiece
-    length); NotNext segments come from a random other document.
+    The algorithm needs of the other documents only their sizes
+    (`document_sizes`: sentences per document): a NotNext segment B is a
+    request for the sentences of document `other` from `start` until
+    `target_b` tokens, resolved by `resolve_segment`. So it runs where
+    only one document is at hand (the Beam pipeline), with the same random
+    draws as with the whole corpus in memory.
     """
-    document = documents[index]
+    count = len(document_sizes)
     max_tokens = seq_length - 3
     target = max_tokens
     if rng.random() < short_seq_prob:
@@ -110,33 +116,71 @@ def pairs_from_document(documents, index, seq_length, rng,
             a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
             segment_a = chunk[:a_end]
             random_next = len(chunk) == 1 or (
-                len(documents) > 1 and rng.random() < 0.5)
-            if random_next and len(documents) > 1:
+                count > 1 and rng.random() < 0.5)
+            if random_next and count > 1:
                 target_b = target - sum(n for _, n in segment_a)
                 for _ in range(10):
-                    other = rng.randint(0, len(documents) - 1)
+                    other = rng.randint(0, count - 1)
                     if other != index:
                         break
-                source = documents[other]
-                start = rng.randint(0, len(source) - 1)
-                segment_b, b_length = [], 0
-                for sentence in source[start:]:
-                    segment_b.append(sentence)
-                    b_length += sentence[1]
-                    if b_length >= target_b:
-                        break
+                start = rng.randint(0, document_sizes[other] - 1)
+                yield segment_a, (other, start, target_b), True
                 # The sentences not used for A go back into the document.
                 i -= len(chunk) - a_end
-            else:
-                random_next = False
-                segment_b = chunk[a_end:]
-            if segment_b:
-                tokens = sum(n for _, n in segment_a + segment_b)
-                yield (" ".join(t for t, _ in segment_a),
-                       " ".join(t for t, _ in segment_b), random_next,
-                       min(tokens, max_tokens))
+            elif chunk[a_end:]:
+                yield segment_a, chunk[a_end:], False
             chunk, length = [], 0
         i += 1
+
+
+def resolve_segment(source, start, target_b):
+    """The sentences of `source` from `start` until `target_b` tokens."""
+    segment_b, b_length = [], 0
+    for sentence in source[start:]:
+        segment_b.append(sentence)
+        b_length += sentence[1]
+        if b_length >= target_b:
+            break
+    return segment_b
+
+
+def pair_of(segment_a, segment_b, random_next, seq_length):
+    """(text_a, text_b, is_random_next, tokens) of two sentence lists."""
+    tokens = sum(n for _, n in segment_a + segment_b)
+    return (" ".join(t for t, _ in segment_a),
+            " ".join(t for t, _ in segment_b), random_next,
+            min(tokens, seq_length - 3))
+
+
+def pairs_from_document(documents, index, seq_length, rng,
+                        short_seq_prob=0.1):
+    """Yields (text_a, text_b, is_random_next, tokens) for one document.
+
+    `documents` holds every document as a list of (sentence, WordPiece
+    length); NotNext segments come from a random other document.
+    """
+    sizes = _Sizes(documents)
+    for segment_a, segment_b, random_next in pair_plans(
+            documents[index], index, sizes, seq_length, rng,
+            short_seq_prob):
+        if random_next:
+            other, start, target_b = segment_b
+            segment_b = resolve_segment(documents[other], start, target_b)
+        if segment_b:
+            yield pair_of(segment_a, segment_b, random_next, seq_length)
+
+
+class _Sizes:
+    """`len(documents[i])` by index, without copying the corpus."""
+
+    def __init__(self, documents):
+        self.documents = documents
+
+    def __len__(self):
+        return len(self.documents)
+
+    def __getitem__(self, index):
+        return len(self.documents[index])
 
 
 _WORKER = {}

@@ -28,9 +28,9 @@ from bert_tf.tasks.base import Task, TaskModule, common_spec, string_batch
 from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.preprocessor import BertPreprocessor
 
-WARMUP = (("A man is sitting on a roof.", ("He starts pulling up roofing.",
-                                           "He is using wrap to wrap a pair "
-                                           "of skis.", "", "He goes inside.")),)
+WARMUP = (("A man is sitting on a roof.",
+           ("He starts pulling up roofing.", "He is using wrap to wrap a "
+            "pair of skis.", "", "He goes inside.")),)
 _FORWARD = weakref.WeakKeyDictionary()
 
 

@@ -45,8 +45,10 @@ class SpanQA(Task):
     """The span QA task kind (see the module docstring)."""
 
     kind = "span_qa"
-    names = "squad/v1.1, squad/v2.0, sample:wnut_qa or local (SQuAD JSON)"
-    data_names = ("squad/v1.1", "squad/v2.0", "sample:wnut_qa", "local")
+    names = ("squad/v1.1, squad/v2.0, sample:wnut_qa, sample:wnut_qa_threads "
+             "or local (SQuAD JSON)")
+    data_names = ("squad/v1.1", "squad/v2.0", "sample:wnut_qa",
+                  "sample:wnut_qa_threads", "local")
 
     @classmethod
     def load_data(cls, t):

@@ -156,32 +156,65 @@ QUESTIONS = {
 }
 
 
-def wnut_qa_examples(sentences, seed=0, offset=0):
-    """QA examples from tagged tweets (see `load_wnut_qa`)."""
-    rng = np.random.default_rng(seed)
-    examples = []
-    for number, (tokens, tags) in enumerate(sentences, offset):
-        starts, position = [], 0
+def _context_entities(tweets, separator="\n\n"):
+    """(context, [(type, text, start)]): tagged tweets joined by
+    `separator` (each tweet's tokens by single spaces), and every
+    annotated span with its start in the context."""
+    parts, entities, position = [], [], 0
+    for tokens, tags in tweets:
+        starts = []
         for token in tokens:
             starts.append(position)
             position += len(token) + 1
-        context = " ".join(tokens)
-        spans = wnut.entity_spans(tags)
-        present = [t for t in wnut.TYPES if any(s[0] == t for s in spans)]
+        position += len(separator) - 1
+        parts.append(" ".join(tokens))
+        entities += [(t, " ".join(tokens[a:b + 1]), starts[a])
+                     for t, a, b in wnut.entity_spans(tags)]
+    return separator.join(parts), entities
+
+
+def wnut_qa_examples(sentences, seed=0, offset=0):
+    """QA examples from tagged tweets (see `load_wnut_qa`); an item of
+    `sentences` may also be a list of tweets (a thread, one context)."""
+    rng = np.random.default_rng(seed)
+    examples = []
+    for number, item in enumerate(sentences, offset):
+        tweets = item if isinstance(item, list) else [item]
+        context, entities = _context_entities(tweets)
+        present = [t for t in wnut.TYPES if any(e[0] == t for e in entities)]
         for kind in present:
-            chosen = [(" ".join(tokens[a:b + 1]), starts[a])
-                      for t, a, b in spans if t == kind]
+            chosen = [(text, start) for t, text, start in entities
+                      if t == kind]
             examples.append(_example(
                 f"wnut-{number}-{kind}", QUESTIONS[kind], context,
                 [c[0] for c in chosen], [c[1] for c in chosen], False))
         absent = [t for t in wnut.TYPES if t not in present]
-        kind = absent[int(rng.integers(len(absent)))]
-        examples.append(_example(f"wnut-{number}-{kind}", QUESTIONS[kind],
-                                 context, [], [], True))
+        if absent:
+            kind = absent[int(rng.integers(len(absent)))]
+            examples.append(_example(f"wnut-{number}-{kind}",
+                                     QUESTIONS[kind], context, [], [],
+                                     True))
     return examples
 
 
-def load_wnut_qa(cache=None, seed=0):
+# sample:wnut_qa_threads: training contexts of this many tweets at most.
+MAX_THREAD_TWEETS = 8
+
+
+def wnut_threads(sentences, indices, seed=0):
+    """The training split's tweets (`indices`, in order) cut into threads
+    of 2 to `MAX_THREAD_TWEETS` consecutive tweets (lengths drawn with
+    `seed`)."""
+    rng = np.random.default_rng(seed)
+    threads, start = [], 0
+    while start < len(indices):
+        size = int(rng.integers(2, MAX_THREAD_TWEETS + 1))
+        threads.append([sentences[i] for i in indices[start:start + size]])
+        start += size
+    return threads
+
+
+def load_wnut_qa(cache=None, seed=0, threads=False):
     """The real-annotation QA set built from the WNUT-16 tweets.
 
     Context: the tweet (its tokens joined by single spaces). For each entity
@@ -191,6 +224,13 @@ def load_wnut_qa(cache=None, seed=0):
     (SQuAD 2.0 style). Split by tweet with the documented WNUT split
     (`bert_tf.data.readers.wnut`): 1,212 answerable and 2,394 unanswerable
     questions in all.
+
+    With `threads` (`sample:wnut_qa_threads`), training also holds the
+    train tweets again as threads: 2 to 8 consecutive tweets joined by
+    blank lines as one context (every span of the asked type in any of
+    them a gold answer; unanswerable when none has one), so that a model
+    learns to answer from a long context of many tweets. Validation and
+    test are the same single tweets.
 
     Example:
     >>> data = load_wnut_qa()
@@ -204,8 +244,13 @@ def load_wnut_qa(cache=None, seed=0):
         for i in indices:
             examples += wnut_qa_examples([sentences[i]], seed=seed * 100003 +
                                          i, offset=i)
+        if threads and split == "train":
+            examples += wnut_qa_examples(
+                wnut_threads(sentences, indices, seed), seed=seed + 1,
+                offset=len(sentences))
         splits[split], _ = check_examples(examples)
-    return QAData("sample:wnut_qa", True, splits,
+    name = "sample:wnut_qa_threads" if threads else "sample:wnut_qa"
+    return QAData(name, True, splits,
                   {split: [] for split in splits})
 
 
@@ -215,15 +260,17 @@ def load_qa(spec, cache=None, data_dir=None, seed=0, train=None,
     `sample:wnut_qa` or `local` (SQuAD JSON files)."""
     if spec.startswith("squad/"):
         return load_squad_tfds(spec.split("/", 1)[1], data_dir=data_dir)
-    if spec == "sample:wnut_qa":
-        return load_wnut_qa(cache=cache, seed=seed)
+    if spec in ("sample:wnut_qa", "sample:wnut_qa_threads"):
+        return load_wnut_qa(cache=cache, seed=seed,
+                            threads=spec.endswith("_threads"))
     if spec == "local":
         if not train:
             raise ValueError("A local QA task needs task.train_file (SQuAD "
                              "JSON).")
         return load_local_squad(train, validation, test)
     raise ValueError(f"Unknown QA task {spec!r}: use squad/v1.1, squad/v2.0, "
-                     "sample:wnut_qa or local (SQuAD JSON files).")
+                     "sample:wnut_qa, sample:wnut_qa_threads or local "
+                     "(SQuAD JSON files).")
 
 
 def answer_span(example):
