@@ -11,7 +11,7 @@ BENCH_VENV := .venv-bench
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -e ".[test,garden,demo]"
+	$(VENV)/bin/pip install -q -e ".[test,garden,demo,beam]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -34,16 +34,18 @@ from pathlib import Path
 
 from bert_tf.data import pairs as pairs_lib
 
+try:  # an optional extra: the module imports without it
+    import apache_beam
+except ImportError:
+    apache_beam = None
+
 RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
 
 
 def _beam():
-    try:
-        import apache_beam
-    except ImportError:
+    if apache_beam is None:
         raise RuntimeError("The Beam pair pipeline needs apache-beam: pip "
-                           "install -e .[beam] (apache-beam==2.77.0).") \
-            from None
+                           "install -e .[beam] (apache-beam==2.77.0).")
     return apache_beam
 
 
@@ -82,10 +84,11 @@ class _Split:
         return "train", index - position
 
 
-class _Measure:
+class _Measure(apache_beam.DoFn if apache_beam else object):
     """DoFn: (index, sentences) -> (index, [(sentence, pieces)])."""
 
     def __init__(self, vocab_path):
+        super().__init__()
         self.vocab_path = str(vocab_path)
         self.tokenizer = None
 
