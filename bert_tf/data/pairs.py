@@ -270,6 +270,19 @@ def write_pairs(documents, tokenizer, output_dir, seq_length=128,
     return stats
 
 
+def write_manifest(output_dir, stats, shards, **settings):
+    """Writes `output_dir/manifest.json`: the record format, `settings`
+    (seq_length, dupe_factor, ...), the shards and the `PairStats`."""
+    manifest = {
+        "format": "bert_tf sentence pairs v1",
+        "features": {"text_a": "bytes", "text_b": "bytes",
+                     "next_sentence_label": "int64 (0 IsNext, 1 NotNext)"},
+        **settings, "shards": shards, "stats": dataclasses.asdict(stats),
+    }
+    (Path(output_dir) / MANIFEST).write_text(
+        json.dumps(manifest, indent=2) + "\n")
+
+
 def _write_split(documents, tokenizer, output_dir, seq_length, dupe_factor,
                  seed, workers, num_shards, short_seq_prob, log):
     import tensorflow as tf
@@ -328,15 +341,9 @@ def _write_split(documents, tokenizer, output_dir, seq_length, dupe_factor,
                        "bytes": path.stat().st_size})
     stats.shards = num_shards
     stats.seconds = time.time() - start_time
-    manifest = {
-        "format": "bert_tf sentence pairs v1",
-        "features": {"text_a": "bytes", "text_b": "bytes",
-                     "next_sentence_label": "int64 (0 IsNext, 1 NotNext)"},
-        "seq_length": seq_length, "dupe_factor": dupe_factor, "seed": seed,
-        "short_seq_prob": short_seq_prob, "shards": shards,
-        "stats": dataclasses.asdict(stats),
-    }
-    (output_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_manifest(output_dir, stats, shards, seq_length=seq_length,
+                   dupe_factor=dupe_factor, seed=seed,
+                   short_seq_prob=short_seq_prob)
     # The vocab the lengths were measured with (any vocab can read the text).
     tokenizer.vocab.save(output_dir / "vocab.txt")
     log(stats.summary())

@@ -26,8 +26,6 @@ Install the extra: `pip install -e .[beam]` (apache-beam==2.77.0).
 """
 
 import bisect
-import dataclasses
-import json
 import random
 import time
 from pathlib import Path
@@ -286,18 +284,11 @@ def _finish(result, split, output_dir, vocab_path, seq_length, dupe_factor,
         documents=values.get("documents", 0), pairs=values.get("pairs", 0),
         not_next=values.get("not_next", 0), tokens=values.get("tokens", 0),
         shards=len(shards), seconds=seconds)
-    manifest = {
-        "format": "bert_tf sentence pairs v1",
-        "features": {"text_a": "bytes", "text_b": "bytes",
-                     "next_sentence_label": "int64 (0 IsNext, 1 NotNext)"},
-        "seq_length": seq_length, "dupe_factor": dupe_factor, "seed": seed,
-        "short_seq_prob": short_seq_prob, "made_by": "apache_beam",
-        "shards": [{"file": p.name, "bytes": p.stat().st_size}
-                   for p in shards],
-        "stats": dataclasses.asdict(stats),
-    }
-    (Path(output_dir) / pairs_lib.MANIFEST).write_text(
-        json.dumps(manifest, indent=2) + "\n")
+    pairs_lib.write_manifest(
+        output_dir, stats, [{"file": p.name, "bytes": p.stat().st_size}
+                            for p in shards],
+        seq_length=seq_length, dupe_factor=dupe_factor, seed=seed,
+        short_seq_prob=short_seq_prob, made_by="apache_beam")
     read_vocab(vocab_path).save(Path(output_dir) / "vocab.txt")
     return stats
 
