@@ -94,6 +94,39 @@ def _pairs(args):
                       eval_share=args.eval_share)
 
 
+def _data_service(args):
+    import signal
+    import time
+
+    from bert_tf.data import service
+
+    if args.role == "dispatcher":
+        server = service.start_dispatcher(args.port, args.work_dir)
+        print(f"tf.data service dispatcher at {server.target} (workers: "
+              f"`bert-tf data-service worker --dispatcher HOST:"
+              f"{server.target.rsplit(':', 1)[1]}`; trainers: "
+              f"data.service=HOST:{server.target.rsplit(':', 1)[1]})"
+              + (f"; journal in {args.work_dir}" if args.work_dir else ""),
+              flush=True)
+    else:
+        if not args.dispatcher:
+            raise ValueError("data-service worker needs --dispatcher "
+                             "HOST:PORT.")
+        server, address = service.start_worker(args.dispatcher, args.port,
+                                               args.host)
+        print(f"tf.data service worker at {address} registered with "
+              f"{args.dispatcher}", flush=True)
+    # SIGTERM (a cluster scheduler's stop) ends the process like Ctrl-C.
+    # The server runs in its own threads; `join()` would block signals.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+        print("stopped", flush=True)
+
+
 def _pretrain(args):
     from bert_tf import pretrain
 
@@ -291,6 +324,22 @@ def build_parser():
                         "-e .[beam]); further --options are passed to "
                         "Beam (e.g. --project, --region, --temp_location)")
     p.set_defaults(func=_pairs, pipeline_args=[])
+
+    p = sub.add_parser("data-service", help="run a tf.data service "
+                                            "dispatcher or worker for "
+                                            "the pre-training input")
+    p.add_argument("role", choices=("dispatcher", "worker"))
+    p.add_argument("--port", type=int, default=0,
+                   help="port to listen on (default: any free one, "
+                        "printed; a dispatcher usually takes a fixed one)")
+    p.add_argument("--dispatcher", help="worker: the dispatcher's "
+                                        "HOST:PORT")
+    p.add_argument("--host", help="worker: the name trainers reach it by "
+                                  "(default: this host's name)")
+    p.add_argument("--work-dir", help="dispatcher: journal its state here "
+                                      "(fault-tolerant: a restarted "
+                                      "dispatcher resumes)")
+    p.set_defaults(func=_data_service)
 
     p = sub.add_parser("pretrain", help="pre-train with a config "
                                         "(strategies, checkpoints, resume)")

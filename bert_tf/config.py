@@ -213,7 +213,10 @@ class DataConfig:
         whole_word_masking: mask whole words.
         global_batch_size: examples per step over all replicas.
         shuffle_buffer: examples in the shuffle buffer.
-        seed: reproducible order and masks.
+        seed: reproducible order and masks (not under `service`).
+        service: a tf.data service dispatcher, `HOST:PORT` (see
+            `bert-tf data-service`): its workers build the training
+            batches; "" : this host builds them.
     """
 
     train_files: str = ""
@@ -226,6 +229,7 @@ class DataConfig:
     global_batch_size: int = 256
     shuffle_buffer: int = 10_000
     seed: int = 0
+    service: str = ""
 
     def validate(self, where="data"):
         for key in ("train_files", "vocab"):

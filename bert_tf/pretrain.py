@@ -5,6 +5,7 @@ import keras
 import yaml
 
 from bert_tf import checkpoints, config as config_lib
+from bert_tf.data import service
 from bert_tf.data.pretraining import pretraining_dataset
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
@@ -45,15 +46,37 @@ def build_trainer(cfg, log=print):
             data.whole_word_masking, seed=seed, input_context=context,
             shuffle_buffer=data.shuffle_buffer)
 
+    def service_dataset_fn(context):
+        # Every trainer input pipeline joins one job: the service's
+        # workers read all shards, and each batch goes to one pipeline.
+        batch_size = context.get_per_replica_batch_size(
+            data.global_batch_size)
+        local = pretraining_dataset(
+            data.train_files.split(","), vocab, batch_size, data.seq_length,
+            data.max_predictions_per_seq, data.masking_rate,
+            data.whole_word_masking, seed=None,
+            shuffle_buffer=data.shuffle_buffer)
+        return service.distribute(
+            local, data.service,
+            job_name=f"bert_tf_pretrain:{cfg.trainer.model_dir}")
+
+    train_fn = dataset_fn(data.train_files.split(","), data.seed)
+    if data.service:
+        service.check_dispatcher(data.service)
+        log(f"training batches from the tf.data service at {data.service} "
+            "(fresh order and masks per worker: data.seed applies to "
+            "evaluation only)")
+        train_fn = service_dataset_fn
+
     optimizer_config, clipnorm = split_clipping(cfg.optimizer,
                                                 cfg.mixed_precision)
     return Trainer(
         strategy, model_fn, lambda: create_optimizer(optimizer_config),
-        dataset_fn(data.train_files.split(","), data.seed), cfg.trainer,
+        train_fn, cfg.trainer,
         eval_dataset_fn=(dataset_fn(data.eval_files, data.seed + 1)
                          if data.eval_files else None),
         global_batch_size=data.global_batch_size,
-        clipnorm=clipnorm, log=log)
+        clipnorm=clipnorm, log=log, checkpoint_input=not data.service)
 
 
 def run(cfg, dry_run=False, log=print):

@@ -65,6 +65,9 @@ class Trainer:
             replicas; Keras's `global_clipnorm` clips each replica's partial
             gradient). Create the optimizer without clipping then.
         log: where text lines go.
+        checkpoint_input: keep the input iterator's position in the
+            checkpoints (False for input that cannot be saved, such as
+            the tf.data service's).
 
     Example:
     >>> from bert_tf.models.encoder import BertEncoder
@@ -96,7 +99,7 @@ class Trainer:
     def __init__(self, strategy, model_fn, optimizer_fn, train_dataset_fn,
                  config, eval_dataset_fn=None, global_batch_size=None,
                  clipnorm=None, log=print, evaluate_fn=None,
-                 best_metric=None):
+                 best_metric=None, checkpoint_input=True):
         self.strategy = strategy
         self.clipnorm = clipnorm
         self.global_batch_size = global_batch_size
@@ -133,7 +136,10 @@ class Trainer:
                 if v.path.endswith("seed_generator_state"))})
         state = dict(optimizer=self.optimizer, global_step=self.step,
                      dropout_seeds=dropout_seeds)
-        if keras_compat.is_trackable(self.iterator):
+        if not checkpoint_input:
+            log("note: the input comes from a service and is not "
+                "checkpointed; a resumed run draws fresh batches")
+        elif keras_compat.is_trackable(self.iterator):
             state["train_iterator"] = self.iterator
         else:
             log("note: this strategy's input iterator cannot be "
