@@ -21,7 +21,7 @@ demo: $(STAMP)
 
 # Everything: the suite and every docstring example in the package.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q tests --doctest-modules bert_tf
+	$(VENV)/bin/python -m pytest -q tests --doctest-modules bert_tf -n 2 --dist loadfile
 
 # The inner loop: no test marked slow (training runs, exports, real
 # weights), no doctests; under 90 s on the 2-core reference machine.
