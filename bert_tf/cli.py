@@ -55,14 +55,13 @@ def _corpus(specs, cache):
 
 
 def _vocab(args):
-    from pathlib import Path
-
+    from bert_tf.storage import GPath
     from bert_tf.text.vocab_learning import learn_vocab
 
     docs = _corpus(args.corpus, args.cache)
     vocab = learn_vocab((s for d in docs for s in d), args.size,
                         lower_case=not args.cased, min_count=args.min_count)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    GPath(args.out).parent.mkdir(parents=True, exist_ok=True)
     vocab.save(args.out)
     print(f"wrote {args.out} ({vocab.size:,} tokens, "
           f"{'cased' if args.cased else 'uncased'})")
@@ -189,20 +188,19 @@ def _predict(args):
 
 
 def _features(args):
-    from pathlib import Path
-
     from bert_tf import checkpoints
+    from bert_tf.storage import GPath
     from bert_tf.tasks.features import (FeatureExtractor, check_layers,
                                         write_features)
 
     pretrained = checkpoints.load_encoder(args.checkpoint)
     for choice in args.layers:
         check_layers(choice, pretrained.config.num_layers)
-    with open(args.input, encoding="utf-8", errors="replace") as f:
+    with GPath(args.input).open(errors="replace") as f:
         texts = [line.rstrip("\r\n") for line in f]
     extractor = FeatureExtractor(pretrained.encoder, pretrained.vocab, "all",
                                  args.seq_length, args.doc_stride)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    GPath(args.out).parent.mkdir(parents=True, exist_ok=True)
     words = write_features(texts, extractor, args.layers, args.out,
                            args.batch_size)
     print(f"wrote {args.out}: {', '.join(args.layers)} features of "

@@ -4,9 +4,10 @@ with errors that name the key and the rule; and writing them back."""
 import dataclasses
 import typing
 import warnings
-from pathlib import Path
 
 import yaml
+
+from bert_tf.storage import GPath
 
 # The files of a bert_tf model directory (what `bert-tf convert` and
 # pre-training write, fine-tuning's best model adds task.yaml).
@@ -176,7 +177,7 @@ def apply_overrides(data, overrides):
 def parse_config_file(path, parse, errors, language):
     """`parse` of a config file's text; a missing file or text `parse`
     rejects (raising one of `errors`) is an error that names the file."""
-    path = Path(path)
+    path = GPath(path)
     if not path.is_file():
         raise FileNotFoundError(f"Config file {path} does not exist.")
     try:
@@ -202,6 +203,6 @@ def to_dict(config):
 
 def save_config(config, path):
     """Writes a config as YAML that `load_config` reads back."""
-    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False),
+    GPath(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False),
                           encoding="utf-8")
     return path

@@ -10,13 +10,13 @@ import dataclasses
 import json
 import math
 import time
-from pathlib import Path
 
 import keras
 import yaml
 
 from bert_tf import checkpoints, config as config_lib, tasks
 from bert_tf.models.encoder import BertEncoder
+from bert_tf.storage import GPath
 from bert_tf.tasks.base import SPEC_FILE
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
@@ -36,7 +36,7 @@ class Init:
     """Where the encoder starts: its config, vocab and a restore function."""
 
     encoder: config_lib.EncoderConfig
-    vocab_path: Path
+    vocab_path: GPath
     restore: object  # encoder -> None
     description: str
 
@@ -54,8 +54,8 @@ def resolve_init(cfg):
     """
     spec = cfg.init
     source, _, rest = spec.partition(":")
-    rest = str(Path(rest).expanduser()) if rest else rest
-    vocab = Path(cfg.vocab).expanduser() if cfg.vocab else None
+    rest = str(GPath(rest).expanduser()) if rest else rest
+    vocab = GPath(cfg.vocab).expanduser() if cfg.vocab else None
     if not spec:
         return Init(cfg.encoder, vocab, lambda encoder: None, "random init")
     if source in checkpoints.SOURCES and rest:
@@ -65,7 +65,7 @@ def resolve_init(cfg):
                     lambda encoder: checkpoints.assign_weights(
                         weights, encoder, source=rest),
                     f"{source} checkpoint {rest}")
-    path = Path(spec).expanduser()
+    path = GPath(spec).expanduser()
     if path.is_dir() and (path / checkpoints.CONFIG_FILE).is_file():
         encoder_config, found_vocab, prefix = checkpoints.checkpoint_files(
             path)
@@ -99,7 +99,7 @@ class FinetuneResult:
     test: dict
     history: list
     eval_history: list
-    best_dir: Path
+    best_dir: GPath
     seconds: float
 
 

@@ -74,7 +74,7 @@ def test_no_import_cycles():
 # CLI and the demo run everything.
 LAYERS = [
     {"config", "config_io", "presets", "text", "layers", "training",
-     "losses"},
+     "losses", "storage"},
     {"models", "data"},
     {"tasks", "checkpoints", "serving"},
     {"finetune", "pretrain"},

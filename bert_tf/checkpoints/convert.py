@@ -1,7 +1,6 @@
 """`bert-tf convert`: a foreign checkpoint (HF, TF1, Model Garden) into a
 bert_tf checkpoint directory."""
 
-from pathlib import Path
 
 from bert_tf.checkpoints.canonical import assign_weights
 from bert_tf.checkpoints.garden import read_garden
@@ -16,6 +15,7 @@ from bert_tf.config_io import (CHECKPOINT_SOURCES, CONFIG_FILE, VOCAB_FILE,
                                WEIGHTS_PREFIX)
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
+from bert_tf.storage import GPath
 from bert_tf.text.vocab import read_vocab
 
 READERS = dict(zip(CHECKPOINT_SOURCES, (read_hf, read_tf1, read_garden)))
@@ -23,7 +23,7 @@ SOURCES = CHECKPOINT_SOURCES
 
 
 def find_vocab(path):
-    path = Path(path)
+    path = GPath(path)
     directory = path if path.is_dir() else path.parent
     for candidate in (directory / VOCAB_FILE, directory.parent / VOCAB_FILE):
         if candidate.is_file():
@@ -50,7 +50,7 @@ def convert(source, input_path, output_dir, vocab_path=None, log=print):
         raise ValueError(f"Unknown checkpoint source {source!r}; choose one "
                          f"of {', '.join(SOURCES)}.")
     config, weights, ignored = READERS[source](input_path)
-    vocab_path = Path(vocab_path) if vocab_path else find_vocab(input_path)
+    vocab_path = GPath(vocab_path) if vocab_path else find_vocab(input_path)
     vocab = read_vocab(vocab_path)
     check_vocab_size(vocab, config, vocab_path)
     encoder = BertEncoder.from_config_object(config)
@@ -74,7 +74,7 @@ def convert(source, input_path, output_dir, vocab_path=None, log=print):
         f"{encoder.count_params():,} encoder parameters)")
     for path in written:
         log(f"  wrote {path}")
-    return Pretrained(config, vocab, encoder, pretrainer, Path(output_dir))
+    return Pretrained(config, vocab, encoder, pretrainer, GPath(output_dir))
 
 
 def load_encoder(spec, dtype=None):
@@ -91,7 +91,7 @@ def load_encoder(spec, dtype=None):
     """
     source, _, rest = str(spec).partition(":")
     if source in READERS and rest:
-        path = Path(rest).expanduser()
+        path = GPath(rest).expanduser()
         config, weights, _ = READERS[source](path)
         vocab_path = find_vocab(path)
         vocab = read_vocab(vocab_path)
@@ -99,7 +99,7 @@ def load_encoder(spec, dtype=None):
         encoder = BertEncoder.from_config_object(config, dtype=dtype)
         assign_weights(weights, encoder, source=str(path))
         return Pretrained(config, vocab, encoder, None, path)
-    directory = Path(spec).expanduser()
+    directory = GPath(spec).expanduser()
     if not (directory / "checkpoints").is_dir():
         return load_pretrained(directory, with_heads=False, dtype=dtype)
     config, vocab_path, prefix = checkpoint_files(directory)
@@ -114,7 +114,7 @@ def checkpoint_files(directory):
     """(encoder config, vocab path, weights prefix) of a bert_tf checkpoint
     directory: `bert-tf convert` output, or a pre-training run's model_dir
     (its latest checkpoint)."""
-    directory = Path(directory)
+    directory = GPath(directory)
     weights = directory / "checkpoints" if (directory /
                                             "checkpoints").is_dir() \
         else directory

@@ -1,8 +1,9 @@
 """Finding the files of a checkpoint on disk."""
 
-from pathlib import Path
 
 import tensorflow as tf
+
+from bert_tf.storage import GPath
 
 
 def find_file(directory, names, what):
@@ -15,11 +16,11 @@ def find_file(directory, names, what):
 
 def checkpoint_prefix(path, default_names):
     """Resolves a directory or a file prefix to a readable checkpoint."""
-    path = Path(path)
+    path = GPath(path)
     if path.is_dir():
         latest = tf.train.latest_checkpoint(str(path))
         if latest:
-            return Path(latest)
+            return GPath(latest)
         for name in default_names:
             if (path / f"{name}.index").is_file():
                 return path / name
@@ -31,15 +32,20 @@ def checkpoint_prefix(path, default_names):
     if path.suffix in (".index",) or ".data-" in path.name:
         path = path.with_suffix("") if path.suffix == ".index" else \
             path.parent / path.name.split(".data-")[0]
-    if not Path(str(path) + ".index").is_file():
+    if not GPath(str(path) + ".index").is_file():
         raise FileNotFoundError(f"TensorFlow checkpoint {path} does not exist "
                                 f"(no {path}.index).")
     return path
 
 
 def read_checkpoint(prefix):
+    # The reader itself, not `tf.train.load_checkpoint`: that one asks
+    # `isdir`, which `ram://` answers by key prefix (a prefix "ckpt-10"
+    # looks like a directory there).
+    if GPath(prefix).is_dir():
+        prefix = tf.train.latest_checkpoint(str(prefix)) or prefix
     try:
-        return tf.train.load_checkpoint(str(prefix))
+        return tf.compat.v1.train.NewCheckpointReader(str(prefix))
     except (tf.errors.OpError, ValueError) as e:
         detail = getattr(e, "message", str(e))
         raise ValueError(f"Cannot read checkpoint {prefix}: {detail}") from None

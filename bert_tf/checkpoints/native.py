@@ -3,7 +3,6 @@
 them back with checks that name what does not fit."""
 
 import dataclasses
-from pathlib import Path
 
 from bert_tf import config as config_lib
 from bert_tf.checkpoints.files import checkpoint_prefix, read_checkpoint
@@ -13,6 +12,7 @@ from bert_tf.models.checkpoint_layout import ENCODER_ROOT, model_checkpoint
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.models.task_models import TASK_MODELS
+from bert_tf.storage import GPath
 from bert_tf.text.vocab import read_vocab
 
 # Every root a model variable can sit under, as the model classes name them.
@@ -124,7 +124,7 @@ class Pretrained:
     vocab: object
     encoder: object
     pretrainer: object = None
-    directory: Path = None
+    directory: GPath = None
 
 
 def has_heads(prefix):
@@ -140,7 +140,7 @@ def save_pretrained(directory, encoder, vocab, pretrainer=None):
     Returns:
         the list of paths written.
     """
-    directory = Path(directory)
+    directory = GPath(directory)
     directory.mkdir(parents=True, exist_ok=True)
     config_path = config_lib.save_config(
         config_lib.ModelConfig(encoder=encoder.config),
@@ -149,7 +149,7 @@ def save_pretrained(directory, encoder, vocab, pretrainer=None):
     heads = pretrainer.checkpoint_heads() if pretrainer is not None else {}
     prefix = model_checkpoint(encoder, **heads).write(
         str(directory / WEIGHTS_PREFIX))
-    return [Path(config_path), vocab_path, Path(prefix + ".index")]
+    return [GPath(config_path), vocab_path, GPath(prefix + ".index")]
 
 
 def load_pretrained(directory, with_heads=True, dtype=None):
@@ -164,7 +164,7 @@ def load_pretrained(directory, with_heads=True, dtype=None):
     Returns:
         a `Pretrained` (config, vocab, encoder, pretrainer or None).
     """
-    directory = Path(directory)
+    directory = GPath(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"Checkpoint directory {directory} does not "
                                 "exist.")

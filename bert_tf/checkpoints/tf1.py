@@ -2,7 +2,6 @@
 `bert_model.ckpt`."""
 
 import json
-from pathlib import Path
 
 import tensorflow as tf
 
@@ -10,6 +9,7 @@ from bert_tf.checkpoints.files import (checkpoint_prefix, find_file,
                                        read_checkpoint)
 from bert_tf.checkpoints.json_config import (encoder_config_from_json,
                                              encoder_config_to_tf1_json)
+from bert_tf.storage import GPath
 
 def read_tf1(path):
     """Reads an original BERT checkpoint (`bert_config.json` +
@@ -45,7 +45,7 @@ def save_tf1_checkpoint(weights, config, directory):
     the result loads in google-research/bert. Writes `bert_config.json`
     and `bert_model.ckpt.*`; returns the checkpoint prefix.
     """
-    directory = Path(directory)
+    directory = GPath(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "bert_config.json").write_text(
         json.dumps(encoder_config_to_tf1_json(config), indent=2) + "\n")

@@ -24,9 +24,11 @@ counted), never fatal.
 import bz2
 import dataclasses
 import html
+import os
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
+
+from bert_tf.storage import GPath
 
 # --- sentences ----------------------------------------------------------------
 
@@ -176,7 +178,7 @@ class CorpusStats:
 
 
 def _lines(path, stats):
-    with open(path, "rb") as f:
+    with GPath(path).open("rb") as f:
         for raw in f:
             try:
                 line = raw.decode("utf-8")
@@ -260,9 +262,9 @@ def _source(spec, stats, cache=None):
         return read_tfds_wikipedia(name or "wikipedia/20230601.en",
                                    split or "train")
     if kind in _FILE_READERS:
-        path = Path(rest)
+        path = GPath(rest)
     else:
-        kind, path = "sentences", Path(spec)
+        kind, path = "sentences", GPath(spec)
     if not path.is_file():
         raise FileNotFoundError(
             f"Corpus file {path} does not exist (corpus spec {spec!r}).")
@@ -286,7 +288,7 @@ def read_documents(specs, stats=None, cache=None):
     ([['First one.', 'Second.'], ['Other doc.']], 1)
     """
     stats = stats if stats is not None else CorpusStats()
-    for spec in [specs] if isinstance(specs, (str, Path)) else specs:
+    for spec in [specs] if isinstance(specs, (str, os.PathLike)) else specs:
         for document in _source(str(spec), stats, cache):
             document = [s for s in (" ".join(s.split()) for s in document)
                         if s]

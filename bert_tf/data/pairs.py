@@ -20,11 +20,11 @@ import json
 import multiprocessing
 import random
 import time
-from pathlib import Path
 
 import numpy as np
 
 from bert_tf.data.protobuf_wire import field, varint
+from bert_tf.storage import GPath
 
 MANIFEST = "manifest.json"
 
@@ -260,11 +260,11 @@ def write_pairs(documents, tokenizer, output_dir, seq_length=128,
         held = set(order[:max(1, round(eval_share * len(documents)))])
         evaluation = [d for i, d in enumerate(documents) if i in held]
         documents = [d for i, d in enumerate(documents) if i not in held]
-    stats = _write_split(documents, tokenizer, Path(output_dir), seq_length,
+    stats = _write_split(documents, tokenizer, GPath(output_dir), seq_length,
                          dupe_factor, seed, workers, num_shards,
                          short_seq_prob, log)
     if evaluation:
-        _write_split(evaluation, tokenizer, Path(output_dir) / "eval",
+        _write_split(evaluation, tokenizer, GPath(output_dir) / "eval",
                      seq_length, 1, seed + 1, workers, None, short_seq_prob,
                      lambda line: log(f"eval: {line}"))
     return stats
@@ -279,7 +279,7 @@ def write_manifest(output_dir, stats, shards, **settings):
                      "next_sentence_label": "int64 (0 IsNext, 1 NotNext)"},
         **settings, "shards": shards, "stats": dataclasses.asdict(stats),
     }
-    (Path(output_dir) / MANIFEST).write_text(
+    (GPath(output_dir) / MANIFEST).write_text(
         json.dumps(manifest, indent=2) + "\n")
 
 
@@ -294,7 +294,7 @@ def _write_split(documents, tokenizer, output_dir, seq_length, dupe_factor,
         raise ValueError("No documents to make pairs from: the corpus is "
                          "empty.")
     start_time = time.time()
-    output_dir = Path(output_dir)
+    output_dir = GPath(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     for old in output_dir.glob("pairs-*.tfrecord"):
         old.unlink()

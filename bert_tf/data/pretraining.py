@@ -7,12 +7,13 @@ seed makes a run reproducible.
 """
 
 import json
-from pathlib import Path
+import os
 
 import tensorflow as tf
 
 from bert_tf.data.masking import continuation_table, mask_tokens
 from bert_tf.data.pairs import MANIFEST
+from bert_tf.storage import GPath
 from bert_tf.text.packer import BertPacker
 from bert_tf.text.tokenizer import BertTokenizer
 from bert_tf.text.features import INPUT_NAMES
@@ -29,13 +30,13 @@ _RECORD_SPEC = {
 
 def list_shards(file_pattern):
     """Sorted shard paths for a directory, a glob or a list of them."""
-    patterns = [file_pattern] if isinstance(file_pattern, (str, Path)) \
+    patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) \
         else list(file_pattern)
     files = []
     for pattern in patterns:
         pattern = str(pattern)
-        if Path(pattern).is_dir():
-            pattern = str(Path(pattern) / "*.tfrecord")
+        if GPath(pattern).is_dir():
+            pattern = str(GPath(pattern) / "*.tfrecord")
         files.extend(tf.io.gfile.glob(pattern))
     if not files:
         raise FileNotFoundError(
@@ -52,7 +53,7 @@ def verify_shards(files, full=False):
     every record, checking the CRCs (catches corrupted bytes).
     """
     manifests = {}
-    for path in map(Path, files):
+    for path in map(GPath, files):
         manifest_path = path.parent / MANIFEST
         if manifest_path not in manifests:
             manifests[manifest_path] = (

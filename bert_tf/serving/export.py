@@ -10,13 +10,12 @@ export in Python after `import tensorflow_text`.
 """
 
 import json
-import shutil
-from pathlib import Path
 
 import tensorflow as tf
 
 from bert_tf import checkpoints, tasks
 from bert_tf.serving import warmup
+from bert_tf.storage import GPath
 
 SIGNATURE_TENSORS = "signature_tensors.txt"
 FORBIDDEN_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
@@ -26,7 +25,7 @@ def tf_text_op_libraries():
     """Paths of the tf-text op libraries (for `TF_LoadLibrary`)."""
     import tensorflow_text
 
-    ops_dir = Path(tensorflow_text.__file__).parent / "python" / "ops"
+    ops_dir = GPath(tensorflow_text.__file__).parent / "python" / "ops"
     return sorted(ops_dir.glob("_*.so"))
 
 
@@ -52,7 +51,7 @@ def read_saved_model(export_dir):
     from tensorflow.core.protobuf import saved_model_pb2
 
     saved = saved_model_pb2.SavedModel()
-    saved.ParseFromString((Path(export_dir) / "saved_model.pb").read_bytes())
+    saved.ParseFromString((GPath(export_dir) / "saved_model.pb").read_bytes())
     return saved
 
 
@@ -137,7 +136,7 @@ def update_models_config(export_root):
     """Rewrites `export_root/models.config` (TF Serving's --model_config_file)
     to list every `NAME/VERSION` SavedModel under `export_root`, with base
     paths under /models (mount `export_root` there)."""
-    export_root = Path(export_root)
+    export_root = GPath(export_root)
     names = sorted(
         d.name for d in export_root.iterdir() if d.is_dir() and any(
             v.is_dir() and v.name.isdigit() and
@@ -164,7 +163,7 @@ def write_batching_parameters(export_root, batch_sizes, threads=2,
     `batch_sizes` (the sizes the warm-up ran), waiting at most
     `timeout_micros` for a batch to fill. Each batch then runs at the
     length bucket of its longest text, so short texts stay cheap."""
-    path = Path(export_root) / "batching_parameters.txt"
+    path = GPath(export_root) / "batching_parameters.txt"
     path.write_text(
         "# Written by `bert-tf export`. Serve with --enable_batching "
         "--batching_parameters_file=/models/batching_parameters.txt\n"
@@ -177,7 +176,7 @@ def write_batching_parameters(export_root, batch_sizes, threads=2,
 
 
 def _directory_bytes(path):
-    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+    return sum(p.stat().st_size for p in GPath(path).rglob("*") if p.is_file())
 
 
 def export_model(checkpoint, out, log=print, overwrite=False,
@@ -307,7 +306,7 @@ def _check_lengths(encoder_config, **lengths):
 
 
 def _check_out(out, overwrite):
-    out = Path(out)
+    out = GPath(out)
     if not out.name.isdigit():
         raise ValueError(f"Export path {out} must end in a numeric version "
                          "directory (export/NAME/VERSION), as TF Serving "
@@ -316,7 +315,7 @@ def _check_out(out, overwrite):
         if not overwrite:
             raise ValueError(f"{out} already exists; export to a new version "
                              "or pass --overwrite.")
-        shutil.rmtree(out)
+        out.rmtree()
     return out
 
 
@@ -326,7 +325,7 @@ def _write_export(out, spec, vocab, model, log, make_module):
     and op audit, and updates `models.config` and the batching
     parameters; logs and returns the report."""
     staging = out.with_name(out.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging.rmtree(ignore_errors=True)
     staging.mkdir(parents=True)
     vocab_path = vocab.save(staging / "vocab.txt")
     module = make_module(vocab_path)
@@ -343,7 +342,7 @@ def _write_export(out, spec, vocab, model, log, make_module):
         {k: v for k, v in spec.items() if k != "encoder"}, indent=2) + "\n")
     ops = audit_ops(saved)
     saved.replace(out)
-    shutil.rmtree(staging)
+    staging.rmtree()
     config_path = update_models_config(out.parent.parent)
     batching_path = write_batching_parameters(out.parent.parent,
                                               module.BATCH_SIZES)
@@ -374,7 +373,7 @@ def load_exported(path):
     """Loads an export (imports tensorflow_text first, which it needs)."""
     import tensorflow_text  # noqa: F401 (registers the tf-text ops)
 
-    path = Path(path)
+    path = GPath(path)
     if not (path / "saved_model.pb").is_file():
         raise FileNotFoundError(f"{path} is not a SavedModel (no "
                                 "saved_model.pb); pass export/NAME/VERSION.")
@@ -383,7 +382,7 @@ def load_exported(path):
 
 def exported_kind(path):
     """The task kind of an export (`assets.extra/bert_tf.json`)."""
-    info = Path(path) / "assets.extra" / "bert_tf.json"
+    info = GPath(path) / "assets.extra" / "bert_tf.json"
     if not info.is_file():
         raise FileNotFoundError(f"{path} has no assets.extra/bert_tf.json: "
                                 "it was not written by `bert-tf export`.")

@@ -25,14 +25,13 @@ tensorflow_text`.
 """
 
 import json
-import shutil
-from pathlib import Path
 
 import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.serving.export import _check_lengths, audit_ops
+from bert_tf.storage import GPath
 from bert_tf.text.packer import pack_segments
 from bert_tf.text.tokenizer import BertTokenizer
 
@@ -197,14 +196,14 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     Returns:
         {"preprocess": path, "encoder": path, "ops": {name: op audit}}.
     """
-    out = Path(out)
+    out = GPath(out)
     if out.exists() and not overwrite:
         raise ValueError(f"{out} already exists; choose a new directory or "
                          "pass --overwrite.")
     pretrained = checkpoints.load_encoder(checkpoint)
     _check_lengths(pretrained.config, seq_length=seq_length)
     staging = out.with_name(out.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging.rmtree(ignore_errors=True)
     staging.mkdir(parents=True)
     vocab_path = pretrained.vocab.save(staging / "vocab.txt")
     modules = {
@@ -226,7 +225,7 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
         ops[name] = audit_ops(path)
     (staging / "vocab.txt").unlink()
     if out.exists():
-        shutil.rmtree(out)
+        out.rmtree()
     staging.replace(out)
     encoder = pretrained.encoder
     log(f"wrote TF Hub-format SavedModels of {checkpoint} "

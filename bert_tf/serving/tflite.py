@@ -20,12 +20,12 @@ registered (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`).
 
 import shutil
 import tempfile
-from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf import tasks
+from bert_tf.storage import GPath
 from bert_tf.tasks.base import same_batch
 from bert_tf.text.packer import pack_dense
 from bert_tf.text.tokenizer import BertTokenizer
@@ -72,7 +72,7 @@ def convert(module, quantize="none"):
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize = {quantize!r}: use one of "
                          f"{', '.join(QUANTIZATIONS)}.")
-    staging = Path(tempfile.mkdtemp(prefix="bert_tf_tflite_"))
+    staging = GPath(tempfile.mkdtemp(prefix="bert_tf_tflite_"))
     try:
         tf.saved_model.save(module, str(staging),
                             signatures={"serving_default": module.serve})
@@ -103,7 +103,7 @@ def export_tflite(checkpoint, out, quantize="none", log=print,
     Returns:
         {"path", "bytes", "custom_ops", "quantize"}.
     """
-    out = Path(out)
+    out = GPath(out)
     if out.suffix != ".tflite":
         raise ValueError(f"--out {out}: name a .tflite file.")
     if out.exists() and not overwrite:
@@ -136,7 +136,7 @@ def custom_ops(path):
     from tensorflow.lite.python import schema_py_generated as schema
 
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(
-        Path(path).read_bytes(), 0))
+        GPath(path).read_bytes(), 0))
     return sorted({code.customCode.decode() for code in model.operatorCodes
                    if code.customCode})
 
@@ -167,7 +167,7 @@ class TFLiteClassifier:
     """
 
     def __init__(self, path, num_threads=2):
-        self.path = Path(path)
+        self.path = GPath(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"{path}: no such TFLite file.")
         self._interpreter = interpreter(self.path, num_threads)

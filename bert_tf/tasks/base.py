@@ -12,13 +12,13 @@ its spec (`task.yaml` beside the best weights).
 """
 
 import dataclasses
-from pathlib import Path
 
 import tensorflow as tf
 import yaml
 
 from bert_tf import checkpoints, config as config_lib
 from bert_tf.models.encoder import BertEncoder
+from bert_tf.storage import GPath
 from bert_tf.text.features import bucket_lengths
 from bert_tf.text.vocab import read_vocab
 
@@ -162,7 +162,7 @@ def command_line_texts(args, rule="one text per line"):
     """`bert-tf predict`'s texts: the arguments, then `--input`'s lines."""
     texts = list(args.texts)
     if args.input:
-        with open(args.input, encoding="utf-8", errors="replace") as f:
+        with GPath(args.input).open(errors="replace") as f:
             texts += [line.rstrip("\r\n") for line in f]
     if not texts:
         raise ValueError(f"Nothing to predict: give texts as arguments or "
@@ -221,7 +221,7 @@ def same_batch(first, second, first_name, second_name):
 def find_spec_file(directory):
     """(directory holding the spec, spec path, kind if legacy) of a
     fine-tuning run's `best/` directory (or the run directory)."""
-    directory = Path(directory)
+    directory = GPath(directory)
     for candidate in (directory / "best", directory):
         if (candidate / SPEC_FILE).is_file():
             return candidate, candidate / SPEC_FILE
@@ -250,10 +250,10 @@ def build_encoder(spec, dtype=None):
 
 def restore_finetuned(task, directory, dtype=None):
     """(model, vocab): `task`'s model with the weights in `directory`."""
-    vocab = read_vocab(Path(directory) / checkpoints.VOCAB_FILE)
+    vocab = read_vocab(GPath(directory) / checkpoints.VOCAB_FILE)
     model = task.build_model(build_encoder(task.spec, dtype=dtype))
     checkpoints.check_vocab_size(vocab, model.encoder.config,
-                                 Path(directory) / checkpoints.VOCAB_FILE)
-    checkpoints.restore_model(Path(directory) / checkpoints.WEIGHTS_PREFIX,
+                                 GPath(directory) / checkpoints.VOCAB_FILE)
+    checkpoints.restore_model(GPath(directory) / checkpoints.WEIGHTS_PREFIX,
                               model.encoder, **model.checkpoint_heads())
     return model, vocab

@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.layers.heads import MaskedMeanPool
+from bert_tf.storage import GPath
 from bert_tf.tasks.base import (TaskModule, served_text_batches,
                                 string_batch)
 from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
@@ -272,15 +273,16 @@ def write_features(texts, extractor, choices, out, batch_size=32,
     if out.endswith(".npz"):
         arrays = {f"features_{c}": np.concatenate(
             [combined(r, c) for r in records]) for c in choices}
-        np.savez(out, **arrays,
-                 text_index=np.repeat(np.arange(len(records), dtype=np.int32),
-                                      [len(r["words"]) for r in records]),
-                 start=np.concatenate([r["start"] for r in records]),
-                 end=np.concatenate([r["end"] for r in records]),
-                 words=np.array([w for r in records for w in r["words"]],
-                                dtype=str),
-                 row_splits=np.cumsum([0] + [len(r["words"])
-                                             for r in records]))
+        lengths = [len(r["words"]) for r in records]
+        with GPath(out).open("wb") as f:  # any file system
+            np.savez(f, **arrays,
+                     text_index=np.repeat(
+                         np.arange(len(records), dtype=np.int32), lengths),
+                     start=np.concatenate([r["start"] for r in records]),
+                     end=np.concatenate([r["end"] for r in records]),
+                     words=np.array([w for r in records for w in r["words"]],
+                                    dtype=str),
+                     row_splits=np.cumsum([0] + lengths))
     else:
         def feature(kind, values):
             if kind == "bytes":

@@ -28,6 +28,7 @@ from bert_tf.data.batching import window_batches
 from bert_tf.data.readers.squad import load_qa, qa_dataset
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.models.task_models import BertSpanLabeler
+from bert_tf.storage import GPath
 from bert_tf.tasks.base import (Task, TaskModule, common_spec, same_batch,
                                 string_batch)
 from bert_tf.tasks.span_decoding import decode_answers
@@ -182,12 +183,11 @@ class SpanQA(Task):
         if args.question is not None or args.context is not None:
             context = args.context or ""
             if context.startswith("@"):
-                with open(context[1:], encoding="utf-8",
-                          errors="replace") as f:
+                with GPath(context[1:]).open(errors="replace") as f:
                     context = f.read()
             pairs.append((args.question or "", context))
         if args.input:
-            with open(args.input, encoding="utf-8", errors="replace") as f:
+            with GPath(args.input).open(errors="replace") as f:
                 for number, line in enumerate(f, 1):
                     if not line.strip():
                         continue

@@ -4,7 +4,8 @@ A vocab.txt holds one token per line; the line number (from 0) is the id.
 """
 
 import dataclasses
-from pathlib import Path
+
+from bert_tf.storage import GPath
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -62,9 +63,9 @@ class Vocab:
 
     def save(self, path):
         """Writes the vocab as vocab.txt; returns the path."""
-        Path(path).write_text("".join(t + "\n" for t in self.tokens),
+        GPath(path).write_text("".join(t + "\n" for t in self.tokens),
                               encoding="utf-8")
-        return Path(path)
+        return GPath(path)
 
 
 def validate_tokens(tokens, source="vocab"):
@@ -110,7 +111,7 @@ def read_vocab(path):
     >>> read_vocab(path).size
     6
     """
-    path = Path(path)
+    path = GPath(path)
     if not path.is_file():
         raise FileNotFoundError(f"Vocab file {path} does not exist.")
     raw = path.read_bytes()

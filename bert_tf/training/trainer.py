@@ -12,12 +12,12 @@ batches.
 import json
 import math
 import time
-from pathlib import Path
 
 import keras
 import tensorflow as tf
 
 from bert_tf.config_io import WEIGHTS_PREFIX
+from bert_tf.storage import GPath
 from bert_tf.training import keras_compat
 from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
 
@@ -105,7 +105,7 @@ class Trainer:
         self.global_batch_size = global_batch_size
         self.config = config.validate()
         self.log = log
-        self.model_dir = Path(config.model_dir)
+        self.model_dir = GPath(config.model_dir)
         with strategy.scope():
             self.model = model_fn()
             self.optimizer = optimizer_fn()
@@ -253,7 +253,7 @@ class Trainer:
                     "or optimizer (bert_tf before FusedAdamW kept Adam's "
                     "moments per variable). Nothing was changed: use a new "
                     "trainer.model_dir (to pre-train on from these weights: "
-                    f"init_checkpoint={Path(latest).parent}).") from None
+                    f"init_checkpoint={GPath(latest).parent}).") from None
             self.log(f"restored {latest} at step {int(self.step.numpy())}")
             best_file = self.best_dir / "best.json"
             if self.best_metric and best_file.is_file():

@@ -7,10 +7,10 @@ IOB2/BIO and IOBES are read and converted).
 """
 
 import dataclasses
-from pathlib import Path
 
 from bert_tf.data.readers import wnut
 from bert_tf.data.readers.base import split_of
+from bert_tf.storage import GPath
 
 SCHEMES = ("bio", "iob1", "iobes")
 
@@ -76,11 +76,11 @@ def read_conll(path, tag_column=-1, scheme="bio"):
     """[(words, BIO tags)] of a CoNLL-format file: one token per line with
     whitespace-separated columns (the tag in `tag_column`), blank lines
     between sentences, `-DOCSTART-` lines skipped."""
-    path = Path(path)
+    path = GPath(path)
     if not path.is_file():
         raise FileNotFoundError(f"Tagging file {path} does not exist.")
     sentences, words, tags = [], [], []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with GPath(path).open(errors="replace") as f:
         for number, line in enumerate(f, 1):
             columns = line.split()
             if not columns or columns[0] == "-DOCSTART-":

@@ -3,18 +3,18 @@ columns."""
 
 import csv
 import json
-from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.readers.base import TaskData
+from bert_tf.storage import GPath
 
 FORMATS = ("tsv", "csv", "jsonl")
 
 
 def _format(path, fmt):
-    fmt = fmt or Path(path).suffix.lstrip(".").lower()
+    fmt = fmt or GPath(path).suffix.lstrip(".").lower()
     fmt = {"json": "jsonl", "txt": "tsv"}.get(fmt, fmt)
     if fmt not in FORMATS:
         raise ValueError(f"{path}: cannot tell the format from its name; "
@@ -27,11 +27,11 @@ def read_rows(path, fmt=None):
 
     Invalid UTF-8 bytes become U+FFFD rather than failing the file.
     """
-    path = Path(path)
+    path = GPath(path)
     if not path.is_file():
         raise FileNotFoundError(f"Task file {path} does not exist.")
     fmt = _format(path, fmt)
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+    with GPath(path).open(errors="replace", newline="") as f:
         if fmt == "jsonl":
             rows = []
             for number, line in enumerate(f, 1):

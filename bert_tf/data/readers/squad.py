@@ -11,13 +11,13 @@ the example is skipped and counted (`QAData.skipped`).
 
 import dataclasses
 import json
-from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.readers import wnut
 from bert_tf.data.readers.base import split_of
+from bert_tf.storage import GPath
 
 SQUAD_VERSIONS = ("v1.1", "v2.0")
 
@@ -77,7 +77,7 @@ def check_examples(examples):
 def read_squad_json(path):
     """Examples of a local SQuAD v1.1 or v2.0 JSON file (`data` ->
     `paragraphs` -> `qas`)."""
-    path = Path(path)
+    path = GPath(path)
     if not path.is_file():
         raise FileNotFoundError(f"SQuAD file {path} does not exist.")
     try:

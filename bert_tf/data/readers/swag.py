@@ -2,6 +2,7 @@
 original SWAG CSV layout, local JSONL and the real next-sentence set built
 from the pre-training documents.
 
+
 Every reader returns a `ChoiceData`: per split a list of
 `(context, choices, label)` examples with the same number of choices
 (label -1: unlabeled, e.g. the TFDS test splits).
@@ -10,11 +11,11 @@ Every reader returns a `ChoiceData`: per split a list of
 import csv
 import dataclasses
 import json
-from pathlib import Path
 
 import numpy as np
 
 from bert_tf.data.readers.base import split_of
+from bert_tf.storage import GPath
 
 FORMATS = ("swag", "jsonl")
 
@@ -109,10 +110,10 @@ def read_swag_csv(path):
     """[(context, choices, label)] of a file in the original SWAG CSV
     layout: the context is `sent1`, choice i is `sent2` + `ending<i>` (as
     the paper's SWAG setup); no `label` column: -1."""
-    path = Path(path)
+    path = GPath(path)
     if not path.is_file():
         raise FileNotFoundError(f"SWAG file {path} does not exist.")
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+    with GPath(path).open(errors="replace", newline="") as f:
         reader = csv.DictReader(f)
         endings = sorted((c for c in reader.fieldnames or ()
                           if c.startswith("ending")),
@@ -140,12 +141,12 @@ def read_choices_jsonl(path):
     """[(context, choices, label)] of a JSONL file: one object per line
     with `context`, `choices` (a list) and optionally `label` (the right
     choice's index)."""
-    path = Path(path)
+    path = GPath(path)
     if not path.is_file():
         raise FileNotFoundError(f"Multiple-choice file {path} does not "
                                 "exist.")
     examples = []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with GPath(path).open(errors="replace") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
