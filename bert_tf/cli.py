@@ -463,6 +463,9 @@ def main(argv=None):
     try:
         args.func(args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
+        if getattr(e, "exit_code", None):  # stopped on request (SIGTERM)
+            print(f"bert-tf {args.command}: {e}", file=sys.stderr)
+            return e.exit_code
         print(f"bert-tf {args.command}: error: {e}", file=sys.stderr)
         # A failed checkpoint restore leaves objects that, when collected,
         # log one warning per unrestored value; the error above says it all.

@@ -40,11 +40,11 @@ def build_trainer(cfg, log=print):
         return model
 
     def dataset_fn(files, seed):
-        return lambda context: pretraining_dataset(
+        return lambda context, skip_batches=0: pretraining_dataset(
             files, vocab, data.global_batch_size, data.seq_length,
             data.max_predictions_per_seq, data.masking_rate,
             data.whole_word_masking, seed=seed, input_context=context,
-            shuffle_buffer=data.shuffle_buffer)
+            shuffle_buffer=data.shuffle_buffer, skip_batches=skip_batches)
 
     def service_dataset_fn(context):
         # Every trainer input pipeline joins one job: the service's

@@ -183,3 +183,37 @@ def save_tiny_checkpoint(directory, tokens, num_layers, masked_lm=False):
     checkpoints.save_pretrained(directory, encoder, Vocab(tuple(tokens)),
                                 pretrainer)
     return encoder, pretrainer
+
+
+def pretrain_config(tmp_path, pairs_dir, **trainer):
+    """A tiny pre-training config over `pairs_dir` in `tmp_path`."""
+    import yaml
+    cfg = {
+        "encoder": {"vocab_size": 30522, "hidden_size": 32, "num_layers": 1,
+                    "num_heads": 2, "intermediate_size": 64,
+                    "max_position_embeddings": 128},
+        "data": {"train_files": str(pairs_dir),
+                 "vocab": str(pairs_dir / "vocab.txt"), "seq_length": 64,
+                 "max_predictions_per_seq": 10, "global_batch_size": 8,
+                 "shuffle_buffer": 500, "seed": 3},
+        "optimizer": {"learning_rate": 1e-3, "warmup_steps": 5,
+                      "decay_steps": 100},
+        "trainer": dict({"model_dir": str(tmp_path / "run"),
+                         "train_steps": 30, "steps_per_loop": 5,
+                         "checkpoint_every": 10}, **trainer),
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "pretrain.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def free_ports(count):
+    import socket
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports

@@ -15,30 +15,10 @@ from bert_tf import config as config_lib
 from bert_tf.training import distribute
 from bert_tf.training.optimization import (OptimizerConfig, create_optimizer,
                                            WarmUpPolynomialDecay)
+from conftest import free_ports, pretrain_config
 
 CONFIGS = os.path.join(os.path.dirname(__file__), "..", "configs",
                        "pretrain")
-
-
-def _config(tmp_path, pairs_dir, **trainer):
-    cfg = {
-        "encoder": {"vocab_size": 30522, "hidden_size": 32, "num_layers": 1,
-                    "num_heads": 2, "intermediate_size": 64,
-                    "max_position_embeddings": 128},
-        "data": {"train_files": str(pairs_dir),
-                 "vocab": str(pairs_dir / "vocab.txt"), "seq_length": 64,
-                 "max_predictions_per_seq": 10, "global_batch_size": 8,
-                 "shuffle_buffer": 500, "seed": 3},
-        "optimizer": {"learning_rate": 1e-3, "warmup_steps": 5,
-                      "decay_steps": 100},
-        "trainer": dict({"model_dir": str(tmp_path / "run"),
-                         "train_steps": 30, "steps_per_loop": 5,
-                         "checkpoint_every": 10}, **trainer),
-    }
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "pretrain.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
 
 
 def _pretrain(config_path, *extra):
@@ -60,14 +40,14 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
                                                          tmp_path):
     import re
     pairs_dir, _ = sample_pairs
-    steps = dict(train_steps=300, checkpoint_every=50)
-    straight = _config(tmp_path / "a", pairs_dir, **steps)
+    steps = dict(train_steps=150, checkpoint_every=25)
+    straight = pretrain_config(tmp_path / "a", pairs_dir, **steps)
     process = _pretrain(straight)
     output = process.communicate(timeout=300)[0]
     assert process.returncode == 0, output
     assert "wrote checkpoint" in output and "final: " in output
 
-    killed = _config(tmp_path / "b", pairs_dir, **steps)
+    killed = pretrain_config(tmp_path / "b", pairs_dir, **steps)
     process = _pretrain(killed)
     directory = str(tmp_path / "b" / "run" / "checkpoints")
     deadline = time.time() + 240
@@ -81,11 +61,11 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
     output = process.communicate(timeout=300)[0]
     assert process.returncode == 0, output
     restored = int(re.search(r"restored .*ckpt-(\d+) at step", output)[1])
-    assert 50 <= restored < 300
+    assert 25 <= restored < 150
 
     prefix_a, a = _final_variables(tmp_path / "a" / "run")
     prefix_b, b = _final_variables(tmp_path / "b" / "run")
-    assert prefix_a.endswith("ckpt-300") and prefix_b.endswith("ckpt-300")
+    assert prefix_a.endswith("ckpt-150") and prefix_b.endswith("ckpt-150")
     assert a.keys() == b.keys() and len(a) > 20
     for name in a:  # bitwise identical
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
@@ -102,7 +82,7 @@ def test_resuming_a_checkpoint_of_another_optimizer_layout_is_refused(
     from bert_tf import pretrain
     from bert_tf.training import optimization
     pairs_dir, _ = sample_pairs
-    cfg = pretrain.load(_config(tmp_path, pairs_dir, train_steps=5,
+    cfg = pretrain.load(pretrain_config(tmp_path, pairs_dir, train_steps=5,
                                 steps_per_loop=5, checkpoint_every=5))
     monkeypatch.setattr(optimization, "FusedAdamW", keras.optimizers.AdamW)
     pretrain.build_trainer(cfg, log=lambda *a: None).train()
@@ -124,7 +104,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(sample_pairs,
     from bert_tf.training.trainer import NonFiniteLossError
 
     pairs_dir, _ = sample_pairs
-    cfg = pretrain.load(_config(tmp_path, pairs_dir))
+    cfg = pretrain.load(pretrain_config(tmp_path, pairs_dir))
     trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
     model, optimizer = trainer.model, trainer.optimizer
     original = BertPretrainer.compute_loss
@@ -215,7 +195,7 @@ def test_mirrored_two_replicas_match_one_device(sample_pairs, tmp_path):
     """MirroredStrategy over 2 logical CPUs: the first 20 losses equal
     single-device training at the same global batch (within 1e-4)."""
     pairs_dir, _ = sample_pairs
-    config_path = _config(tmp_path, pairs_dir)
+    config_path = pretrain_config(tmp_path, pairs_dir)
     result = subprocess.run(
         [sys.executable, "-c", MIRRORED, str(config_path), str(tmp_path)],
         capture_output=True, text=True, timeout=300,
@@ -248,25 +228,14 @@ np.savez(sys.argv[2], *weights)
 """
 
 
-def _free_ports(count):
-    import socket
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 @pytest.mark.slow
 def test_multi_worker_mirrored_two_processes(sample_pairs, tmp_path):
     """Two workers on 127.0.0.1 train 20 steps and end with identical
     weights (the test bounds its own time and picks free ports)."""
     import json
     pairs_dir, _ = sample_pairs
-    config_path = _config(tmp_path, pairs_dir)
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    config_path = pretrain_config(tmp_path, pairs_dir)
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     processes = []
     for task in range(2):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TASK=str(task),
@@ -304,7 +273,7 @@ def test_bfloat16_float16_and_xla_train_20_steps(sample_pairs, tmp_path, overrid
     import keras
     from bert_tf import pretrain
     pairs_dir, _ = sample_pairs
-    cfg = pretrain.load(_config(tmp_path, pairs_dir), overrides)
+    cfg = pretrain.load(pretrain_config(tmp_path, pairs_dir), overrides)
     try:
         trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
         losses = [float(trainer._train_loop(trainer.iterator,
@@ -322,7 +291,7 @@ def test_mlm_only_pretraining_with_clipping_leaves_the_pooler(sample_pairs,
     """Without NSP the pooler gets no gradient: it is skipped, not a crash."""
     from bert_tf import pretrain
     pairs_dir, _ = sample_pairs
-    cfg = pretrain.load(_config(tmp_path, pairs_dir), [
+    cfg = pretrain.load(pretrain_config(tmp_path, pairs_dir), [
         "nsp=false", "optimizer.clipnorm=1.0"])
     trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
     pooler = trainer.model.encoder.pooler.kernel.numpy()
@@ -341,7 +310,7 @@ def test_two_phase_schedule_continues_from_the_short_phase(sample_pairs,
     """Phase 2 (longer sequences) starts from phase 1's checkpoint."""
     from bert_tf import checkpoints, pretrain
     pairs_dir, _ = sample_pairs
-    config_path = _config(tmp_path, pairs_dir, train_steps=10,
+    config_path = pretrain_config(tmp_path, pairs_dir, train_steps=10,
                           steps_per_loop=5, checkpoint_every=10)
     first = pretrain.build_trainer(pretrain.load(config_path),
                                    log=lambda *a: None)

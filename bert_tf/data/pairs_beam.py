@@ -26,11 +26,12 @@ Install the extra: `pip install -e .[beam]` (apache-beam==2.77.0).
 """
 
 import bisect
+import os
 import random
 import time
-from pathlib import Path
 
 from bert_tf.data import pairs as pairs_lib
+from bert_tf.storage import GPath
 
 try:  # an optional extra: the module imports without it
     import apache_beam
@@ -168,7 +169,7 @@ def _split_pipeline(beam, documents, name, seq_length, dupe_factor, seed,
             | f"{name}: serialize" >> beam.Map(serialize)
             | f"{name}: reshuffle" >> beam.Reshuffle()
             | f"{name}: write" >> beam.io.WriteToTFRecord(
-                str(Path(output_dir) / "pairs"),
+                str(GPath(output_dir) / "pairs"),
                 coder=beam.coders.BytesCoder(), file_name_suffix=".tfrecord",
                 num_shards=num_shards, shard_name_template="-SSSSS-of-NNNNN"))
 
@@ -207,9 +208,9 @@ def run_pairs_pipeline(specs, vocab_path, output_dir, seq_length=128,
                          "[CLS] A [SEP] B [SEP]; use at least 8.")
     if not 0.0 <= eval_share < 1.0:
         raise ValueError(f"eval_share = {eval_share}: must be in [0, 1).")
-    specs = [str(s) for s in ([specs] if isinstance(specs, (str, Path))
+    specs = [str(s) for s in ([specs] if isinstance(specs, (str, os.PathLike))
                               else specs)]
-    output_dir = Path(output_dir)
+    output_dir = GPath(output_dir)
     for directory in (output_dir, output_dir / "eval"):
         for old in directory.glob("pairs-*.tfrecord"):
             old.unlink()
@@ -279,7 +280,7 @@ def _finish(result, split, output_dir, vocab_path, seq_length, dupe_factor,
         if name.startswith(f"{split}_"):
             values[name[len(split) + 1:]] = counter.committed or \
                 counter.attempted
-    shards = sorted(Path(output_dir).glob("pairs-*.tfrecord"))
+    shards = sorted(GPath(output_dir).glob("pairs-*.tfrecord"))
     stats = pairs_lib.PairStats(
         documents=values.get("documents", 0), pairs=values.get("pairs", 0),
         not_next=values.get("not_next", 0), tokens=values.get("tokens", 0),
@@ -289,7 +290,7 @@ def _finish(result, split, output_dir, vocab_path, seq_length, dupe_factor,
                             for p in shards],
         seq_length=seq_length, dupe_factor=dupe_factor, seed=seed,
         short_seq_prob=short_seq_prob, made_by="apache_beam")
-    read_vocab(vocab_path).save(Path(output_dir) / "vocab.txt")
+    read_vocab(vocab_path).save(GPath(output_dir) / "vocab.txt")
     return stats
 
 

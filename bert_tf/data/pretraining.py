@@ -85,7 +85,7 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
                         whole_word_masking=False, seed=None,
                         input_context=None, shuffle_buffer=10_000,
                         repeat=True, lower_case=None, verify="size",
-                        num_parallel_calls=tf.data.AUTOTUNE):
+                        num_parallel_calls=tf.data.AUTOTUNE, skip_batches=0):
     """Masked-LM + NSP batches from pair shards.
 
     Usable directly or from `strategy.distribute_datasets_from_function`
@@ -108,6 +108,10 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
         verify: `size` (check against manifest.json), `full` (also read
             every record) or `none`.
         num_parallel_calls: parallelism of the batch transform.
+        skip_batches: start after this many batches (a resumed run's
+            position); skipped before tokenizing and masking, with the
+            same draws, so the batches after are those of an unbroken
+            pass.
 
     Returns:
         a `tf.data.Dataset` of dicts with `FEATURE_NAMES`, each
@@ -191,6 +195,7 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
     dataset = dataset.shuffle(shuffle_buffer, seed=seed,
                               reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.skip(skip_batches)
     dataset = dataset.map(transform, num_parallel_calls=num_parallel_calls,
                           deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -3,14 +3,19 @@ several workers (MultiWorkerMirroredStrategy, where Keras 3 `fit` fails:
 keras#20585) and TPUs.
 
 `steps_per_loop` steps run inside one `tf.function`; between loops the
-trainer logs, evaluates and checkpoints. The checkpoint holds the model,
-the optimizer, the global step and the input iterator, so a restarted run
-continues exactly where the last checkpoint left it, without re-reading
-batches.
+trainer logs, evaluates, checkpoints and checks for SIGTERM. The
+checkpoint holds the model, the optimizer, the global step, the dropout
+seeds and (on one device) the input iterator; under multi-device
+strategies a seeded input is fast-forwarded by the restored step instead.
+Either way a restarted run continues exactly where the last checkpoint
+left it: the same weights, the same next batch.
 """
 
+import inspect
 import json
 import math
+import signal
+import threading
 import time
 
 import keras
@@ -40,6 +45,18 @@ def _to_next(step, every):
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or Inf; the last good checkpoint is kept."""
+
+
+class TrainingStopped(RuntimeError):
+    """SIGTERM stopped the run after a checkpoint; rerun to continue."""
+
+    exit_code = 143  # 128 + SIGTERM: ended on request, not finished
+
+    def __init__(self, step, checkpoint):
+        super().__init__(
+            f"stopped by SIGTERM at step {step} after writing {checkpoint}; "
+            "run the same command again to continue from there.")
+        self.step, self.checkpoint = step, checkpoint
 
 
 class Trainer:
@@ -136,14 +153,19 @@ class Trainer:
                 if v.path.endswith("seed_generator_state"))})
         state = dict(optimizer=self.optimizer, global_step=self.step,
                      dropout_seeds=dropout_seeds)
-        if not checkpoint_input:
+        # Where a resumed run's input continues: the iterator's own state
+        # (one device), or a fast-forward by the restored step (the
+        # distributed iterators of multi-device strategies cannot be
+        # saved; a seeded pipeline is a function of the step).
+        self.train_dataset_fn = train_dataset_fn
+        self.resume_input = "none" if not checkpoint_input else (
+            "iterator" if keras_compat.is_trackable(self.iterator)
+            else "fast_forward")
+        if self.resume_input == "iterator":
+            state["train_iterator"] = self.iterator
+        elif self.resume_input == "none":
             log("note: the input comes from a service and is not "
                 "checkpointed; a resumed run draws fresh batches")
-        elif keras_compat.is_trackable(self.iterator):
-            state["train_iterator"] = self.iterator
-        else:
-            log("note: this strategy's input iterator cannot be "
-                "checkpointed; a resumed run restarts the data order")
         self.checkpoint = tf.train.Checkpoint(
             **self.model.checkpoint_roots(), **state)
         self._model_only = tf.train.Checkpoint(
@@ -236,6 +258,40 @@ class Trainer:
                 self.strategy.run(step_fn, args=(next(iterator),))
 
         return eval_loop
+
+    # --- resuming and stopping -----------------------------------------------
+
+    def _fast_forward(self, step):
+        """A fresh input iterator past the batches of `step` steps."""
+        replicas = self.strategy.num_replicas_in_sync
+        takes_skip = "skip_batches" in inspect.signature(
+            self.train_dataset_fn).parameters
+
+        def dataset_fn(context):
+            # Each step takes one batch per replica this pipeline feeds.
+            skip = step * (replicas // context.num_input_pipelines)
+            if takes_skip:  # skips before the costly transforms
+                return self.train_dataset_fn(context, skip_batches=skip)
+            return self.train_dataset_fn(context).skip(skip)
+
+        self.iterator = iter(
+            self.strategy.distribute_datasets_from_function(dataset_fn))
+        self.log(f"input fast-forwarded past the {step} steps already "
+                 "trained (the data order continues; nothing is replayed)")
+
+    def _on_sigterm(self, signum, frame):
+        self._stop_requested = True
+        self.log("SIGTERM: stopping after this loop, with a checkpoint")
+
+    def _stop_agreed(self):
+        """Whether any worker was asked to stop (all workers agree, so
+        they save the same step together)."""
+        if self.strategy.num_replicas_in_sync == 1:
+            return self._stop_requested
+        flag = tf.constant(int(self._stop_requested))
+        votes = self.strategy.experimental_distribute_values_from_function(
+            lambda context: flag)
+        return int(self.strategy.reduce("SUM", votes, axis=None)) > 0
 
     # --- public API ----------------------------------------------------------
 
@@ -351,12 +407,37 @@ class Trainer:
         Raises:
             NonFiniteLossError: the loss became NaN/Inf; the run stops and
                 the last good checkpoint stays the latest.
+            TrainingStopped: SIGTERM (on any worker): every worker finished
+                the loop, a checkpoint of that step was written.
         """
-        config = self.config
         self.restore()
         start_step = int(self.step.numpy())
         self._saved_step = start_step if self.manager.latest_checkpoint \
             else None
+        if start_step and self.resume_input == "fast_forward":
+            self._fast_forward(start_step)
+        self._stop_requested = False
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+        try:
+            return self._train_from(start_step)
+        except (tf.errors.UnavailableError, tf.errors.AbortedError) as error:
+            # A peer worker died (its collectives are aborted): say so
+            # plainly; the remedy is a restart of the whole job.
+            reason = error.message.split(" Collective ops is aborted by: ")
+            raise RuntimeError(
+                f"another worker stopped responding ("
+                f"{reason[-1].splitlines()[0][:200]}); stopped at step "
+                f"{int(self.step.numpy())}, the latest checkpoint is "
+                f"{self.manager.latest_checkpoint}. Restart every worker "
+                "with the same command to continue from it.") from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _train_from(self, start_step):
+        config = self.config
         progbar = keras.utils.Progbar(config.train_steps)
         progbar.update(start_step)
         results = {}
@@ -395,6 +476,10 @@ class Trainer:
             if step % config.checkpoint_every == 0 or \
                     step >= config.train_steps:
                 self.save()
+            if self._stop_agreed():
+                path = self.save() if self._saved_step != step else \
+                    self.manager.latest_checkpoint
+                raise TrainingStopped(step, path)
             if config.eval_every and step % config.eval_every == 0 and \
                     step < config.train_steps:
                 self._after_evaluation(self.evaluate(), step)

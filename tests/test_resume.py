@@ -1,0 +1,186 @@
+"""Exact resume under multi-device strategies and stopping on SIGTERM:
+a restarted run continues the data where it stopped (no replay), and its
+final weights and TensorBoard curve equal an uninterrupted run's."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import free_ports, pretrain_config
+
+# One worker of a 2-worker MultiWorkerMirroredStrategy cluster (TF_CONFIG
+# from the environment), through the command line.
+WORKER = """
+import sys
+from bert_tf import cli
+sys.exit(cli.main(["pretrain", "--config", sys.argv[1], "--set",
+                   "strategy=multi_worker_mirrored"]))
+"""
+
+# Mirrored over 2 logical CPUs: straight to 20 steps, or to 10 then a new
+# trainer on the same model_dir to 20.
+MIRRORED = """
+import sys
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from bert_tf import pretrain
+for steps in sys.argv[2:]:
+    cfg = pretrain.load(sys.argv[1], ["strategy=mirrored",
+                                      f"trainer.train_steps={steps}"])
+    trainer = pretrain.build_trainer(cfg, log=print)
+    trainer.train()
+np.savez(sys.argv[1] + ".npz", *[w.numpy() for w in trainer.model.weights])
+"""
+
+
+def _env(**extra):
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **extra)
+
+
+def _weights(path):
+    data = np.load(path)
+    return [data[k] for k in data.files]
+
+
+def _assert_close(a, b):
+    assert len(a) == len(b) > 20
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, atol=1e-6, rtol=0)
+
+
+def _curve(run_dir):
+    """{step: the last train/loss logged at it} from TensorBoard."""
+    curve = {}
+    for path in sorted(tf.io.gfile.glob(str(run_dir / "tensorboard" /
+                                            "events.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == "train/loss":
+                    curve[event.step] = float(tf.make_ndarray(value.tensor))
+    return curve
+
+
+@pytest.mark.slow
+def test_mirrored_resume_continues_the_data_and_equals_a_straight_run(
+        sample_pairs, tmp_path):
+    pairs_dir, _ = sample_pairs
+    runs = {}
+    for name, steps in (("straight", ["20"]), ("resumed", ["10", "20"])):
+        config = pretrain_config(tmp_path / name, pairs_dir, train_steps=20,
+                                 checkpoint_every=10)
+        process = subprocess.run(
+            [sys.executable, "-c", MIRRORED, str(config), *steps],
+            capture_output=True, text=True, timeout=300, env=_env())
+        assert process.returncode == 0, process.stdout[-2000:] + \
+            process.stderr[-2000:]
+        runs[name] = (process.stdout, _weights(str(config) + ".npz"))
+    assert "input fast-forwarded past the 10 steps" in runs["resumed"][0]
+    _assert_close(runs["straight"][1], runs["resumed"][1])
+    straight = _curve(tmp_path / "straight" / "run")
+    resumed = _curve(tmp_path / "resumed" / "run")
+    assert sorted(straight) == sorted(resumed) == [5, 10, 15, 20]
+    for step in straight:
+        assert abs(straight[step] - resumed[step]) <= 1e-5, step
+
+
+def _cluster(config, tmp_path, name):
+    """Starts the 2 workers of a run; returns the processes."""
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    processes = []
+    for task in range(2):
+        tf_config = json.dumps({"cluster": {"worker": workers},
+                                "task": {"type": "worker", "index": task}})
+        processes.append(subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(config)],
+            stdout=open(tmp_path / f"{name}_{task}.log", "a"),
+            stderr=subprocess.STDOUT, env=_env(TF_CONFIG=tf_config)))
+    return processes
+
+
+def _wait(processes, timeout=300):
+    try:
+        return [p.wait(timeout=timeout) for p in processes]
+    finally:
+        for p in processes:
+            p.kill()
+
+
+def _wait_for_checkpoint(run_dir, at_least, timeout=240):
+    directory = str(run_dir / "checkpoints")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        latest = tf.train.latest_checkpoint(directory)
+        if latest and int(latest.rsplit("-", 1)[1]) >= at_least:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no checkpoint >= {at_least} in {directory}")
+
+
+def _final(run_dir):
+    from bert_tf import checkpoints
+    prefix = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
+    assert prefix.endswith("ckpt-30"), prefix
+    return list(checkpoints.read_model_variables(prefix).values())
+
+
+@pytest.mark.slow
+def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
+                                                      tmp_path):
+    """Two MultiWorkerMirrored workers on loopback: a straight run; one
+    where a worker is SIGKILLed at a random step (its peer stops with a
+    clear error) and both restart; one where a
+    worker gets SIGTERM, both save the same step and exit with 143, and
+    both restart. All three end with the same weights and curve."""
+    pairs_dir, _ = sample_pairs
+    settings = dict(train_steps=30, steps_per_loop=5, checkpoint_every=5)
+    runs = {}
+    for name in ("straight", "sigkill", "sigterm"):
+        config = pretrain_config(tmp_path / name, pairs_dir, **settings)
+        run_dir = tmp_path / name / "run"
+        processes = _cluster(config, tmp_path, name)
+        if name == "sigkill":
+            _wait_for_checkpoint(run_dir, np.random.randint(1, 4) * 5)
+            processes[1].send_signal(signal.SIGKILL)
+            # The survivor's collectives are aborted: a clear error, exit 2.
+            assert _wait(processes, timeout=120)[0] == 2
+            survivor = (tmp_path / "sigkill_0.log").read_text()
+            assert "another worker stopped responding" in survivor and \
+                "Restart every worker" in survivor, survivor[-2000:]
+            assert "Traceback" not in survivor, survivor[-2000:]
+            processes = _cluster(config, tmp_path, name)
+        elif name == "sigterm":
+            _wait_for_checkpoint(run_dir, 5)
+            processes[0].send_signal(signal.SIGTERM)
+            codes = _wait(processes)
+            logs = [(tmp_path / f"sigterm_{t}.log").read_text()
+                    for t in range(2)]
+            assert codes == [143, 143], logs
+            assert all("stopped by SIGTERM at step" in log for log in logs)
+            stopped = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
+            assert 5 <= int(stopped.rsplit("-", 1)[1]) < 30
+            processes = _cluster(config, tmp_path, name)
+        codes = _wait(processes)
+        logs = [(tmp_path / f"{name}_{t}.log").read_text() for t in range(2)]
+        assert codes == [0, 0], logs
+        if name != "straight":
+            assert "input fast-forwarded past the" in logs[0], logs[0]
+        runs[name] = (_final(run_dir), _curve(run_dir))
+    straight_weights, straight_curve = runs["straight"]
+    assert sorted(straight_curve) == list(range(5, 31, 5))
+    for name in ("sigkill", "sigterm"):
+        weights, curve = runs[name]
+        _assert_close(straight_weights, weights)
+        # No gap and no replay: the same steps, the same losses.
+        assert sorted(curve) == sorted(straight_curve), (name, curve)
+        for step, loss in straight_curve.items():
+            assert abs(curve[step] - loss) <= 1e-5, (name, step)
