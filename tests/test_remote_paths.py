@@ -148,3 +148,26 @@ def test_gpath_keeps_schemes_and_works_like_pathlib(tmp_path):
     local.write_text("x")
     assert open(local).read() == "x" and local == tmp_path / "x.txt"
     assert tf.io.gfile.exists(str(local))
+
+
+@pytest.mark.slow
+def test_hf_weights_import_from_ram_paths(minilm_dir, antiberty_dir):
+    """safetensors (MiniLM) and PyTorch zip (AntiBERTy) weights read from
+    ram:// equal the same files read from local disk."""
+    import numpy as np
+    from bert_tf.checkpoints.hf import read_hf
+
+    for name, local in (("minilm", minilm_dir),
+                        ("antiberty", antiberty_dir)):
+        remote = GPath(f"ram://hf/{name}")
+        remote.mkdir(parents=True, exist_ok=True)
+        for path in local.iterdir():
+            if path.name in ("config.json", "model.safetensors",
+                             "pytorch_model.bin"):
+                (remote / path.name).write_bytes(path.read_bytes())
+        config, weights, _ = read_hf(str(remote))
+        local_config, local_weights, _ = read_hf(local)
+        assert config == local_config and weights.keys() == \
+            local_weights.keys() and len(weights) > 20
+        for key in weights:
+            np.testing.assert_array_equal(weights[key], local_weights[key])

@@ -1,13 +1,13 @@
 """HF transformers BERT weights: safetensors or PyTorch .bin."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 
 from bert_tf.checkpoints.files import find_file
 from bert_tf.checkpoints.json_config import encoder_config_from_json
 from bert_tf.checkpoints.torch_zip import read_torch_state_dict
+from bert_tf.storage import GPath, is_remote
 
 _HF_RULES = [(re.compile(pattern), target, transpose) for pattern, target,
              transpose in [
@@ -77,7 +77,7 @@ def read_hf(path):
     Returns:
         (EncoderConfig, canonical weights dict, list of ignored names).
     """
-    path = Path(path)
+    path = GPath(path)
     if not path.exists():
         raise FileNotFoundError(f"HF checkpoint {path} does not exist.")
     directory = path if path.is_dir() else path.parent
@@ -87,9 +87,11 @@ def read_hf(path):
     config = encoder_config_from_json(
         find_file(directory, ("config.json",), "HF config.json"), "hf")
     if weights_file.suffix == ".safetensors":
-        from safetensors.numpy import load_file
+        from safetensors.numpy import load, load_file
         try:
-            tensors = load_file(str(weights_file))
+            tensors = (load(weights_file.read_bytes())
+                       if is_remote(weights_file) else
+                       load_file(str(weights_file)))
         except Exception as e:  # safetensors raises its own error types.
             raise ValueError(
                 f"{weights_file} is not a readable safetensors file: {e}"

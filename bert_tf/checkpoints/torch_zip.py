@@ -1,11 +1,13 @@
 """PyTorch zip checkpoints (`pytorch_model.bin`), read without torch."""
 
 import collections
+import io
 import pickle
 import zipfile
-from pathlib import Path
 
 import numpy as np
+
+from bert_tf.storage import GPath, is_remote
 
 _TORCH_DTYPES = {"FloatStorage": np.float32, "HalfStorage": np.float16,
                  "DoubleStorage": np.float64, "LongStorage": np.int64,
@@ -19,12 +21,13 @@ def read_torch_state_dict(path):
     A restricted unpickler: only tensors, storages and ordered dicts are
     rebuilt, so a malicious pickle cannot run code.
     """
-    path = Path(path)
-    if not zipfile.is_zipfile(path):
+    path = GPath(path)
+    source = io.BytesIO(path.read_bytes()) if is_remote(path) else path
+    if not zipfile.is_zipfile(source):
         raise ValueError(
             f"{path} is not a PyTorch zip checkpoint (torch >= 1.6 format); "
             "convert it to safetensors first.")
-    with zipfile.ZipFile(path) as archive:
+    with zipfile.ZipFile(source) as archive:
         pickles = [n for n in archive.namelist() if n.endswith("/data.pkl")]
         if not pickles:
             raise ValueError(f"{path} holds no data.pkl: not a PyTorch "
