@@ -26,7 +26,7 @@ test: $(STAMP)
 # The inner loop: no test marked slow (training runs, exports, real
 # weights), no doctests; under 90 s on the 2-core reference machine.
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -q tests -m "not slow"
+	$(VENV)/bin/python -m pytest -q tests -m "not slow" -n 2
 
 # Speed and fidelity figures beside peers (keras-hub, HF transformers +
 # PyTorch), installed in their own environment to keep the pins clean.
