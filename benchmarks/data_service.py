@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -29,16 +28,6 @@ def _start(*args):
     return process, process.stdout.readline().strip()
 
 
-def _rate(dataset, batches, batch_size):
-    iterator = iter(dataset)
-    for _ in range(10):  # warm-up: tracing, worker start, first buffers
-        next(iterator)
-    start = time.perf_counter()
-    for _ in range(batches):
-        next(iterator)
-    return batches * batch_size / (time.perf_counter() - start)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
@@ -46,23 +35,22 @@ def main():
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args()
 
-    from bert_tf.data import documents, pairs, samples, service
+    from input_pipeline import measure, real_pairs
+
+    from bert_tf.data import samples, service
     from bert_tf.data.pretraining import pretraining_dataset
-    from bert_tf.text.tokenizer import BertTokenizer
 
     vocab = str(samples.fetch("minilm") / "vocab.txt")
     out = tempfile.mkdtemp(prefix="pairs_")
-    docs, _ = documents.load_documents(["sample:wikipedia", "sample:lee"])
-    stats = pairs.write_pairs(docs, BertTokenizer(vocab), out,
-                              seq_length=128, dupe_factor=2, seed=1,
-                              num_shards=4, log=lambda line: None)
+    stats = real_pairs(out)
     print(f"{stats.pairs:,} real pairs in {out}")
 
     def make():
         return pretraining_dataset(out, vocab, args.batch_size,
                                    seq_length=128, max_predictions_per_seq=20)
 
-    local = _rate(make(), args.batches, args.batch_size)
+    # 10 warm-up batches: tracing, worker start, first buffers.
+    local = measure(make(), args.batch_size, args.batches, warmup=10)
     with socket.socket() as probe:
         probe.bind(("", 0))
         port = probe.getsockname()[1]
@@ -72,8 +60,8 @@ def main():
             processes.append(_start("worker", "--dispatcher",
                                     f"localhost:{port}", "--host",
                                     "localhost")[0])
-        remote = _rate(service.distribute(make(), f"localhost:{port}"),
-                       args.batches, args.batch_size)
+        remote = measure(service.distribute(make(), f"localhost:{port}"),
+                         args.batch_size, args.batches, warmup=10)
     finally:
         for process in processes[::-1]:
             process.terminate()

@@ -22,17 +22,14 @@ def main():
     args = parser.parse_args()
 
     import numpy as np
+    from input_pipeline import real_pairs
 
-    from bert_tf.data import documents, pairs, samples
+    from bert_tf.data import samples
     from bert_tf.data.pretraining import pretraining_dataset
-    from bert_tf.text.tokenizer import BertTokenizer
 
     vocab = str(samples.fetch("minilm") / "vocab.txt")
     out = tempfile.mkdtemp(prefix="pairs_")
-    docs, _ = documents.load_documents(["sample:wikipedia", "sample:lee"])
-    stats = pairs.write_pairs(docs, BertTokenizer(vocab), out,
-                              seq_length=128, dupe_factor=2, seed=1,
-                              num_shards=4, log=lambda line: None)
+    stats = real_pairs(out)
 
     def make(skip=0):
         return pretraining_dataset(out, vocab, 32, seq_length=128,

@@ -130,6 +130,16 @@ PIPELINES = {"bert_tf": ours, "keras_hub": keras_hub_pipeline,
              "hf_collator": hf_collator, "tf_text_plain": tf_text_plain}
 
 
+def real_pairs(out, seq_length=128, vocab=None):
+    """Writes sentence pairs of the real sample corpus (Wikipedia sample +
+    Lee, dupe 2) to `out` with the MiniLM vocab; returns `PairStats`."""
+    vocab = vocab or read_vocab(samples.fetch("minilm") / "vocab.txt")
+    docs, _ = documents.load_documents(["sample:wikipedia", "sample:lee"])
+    return pairs.write_pairs(docs, BertTokenizer(vocab), out,
+                             seq_length=seq_length, dupe_factor=2, seed=1,
+                             num_shards=4, log=lambda *a: None)
+
+
 def measure(dataset, batch_size, batches, warmup=5):
     iterator = iter(dataset)
     for _ in range(warmup):

@@ -2,7 +2,6 @@
 workers started by `bert-tf data-service` on loopback."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -10,16 +9,10 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-import yaml
 
 from bert_tf.data import service
 from bert_tf.data.pretraining import pretraining_dataset
-
-
-def _free_port():
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        return probe.getsockname()[1]
+from conftest import free_ports, pretrain_config
 
 
 def _start(*args):
@@ -35,7 +28,7 @@ def _start(*args):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(dispatcher address, its journal directory, worker addresses)."""
-    port = _free_port()
+    port = free_ports(1)[0]
     journal = tmp_path_factory.mktemp("dispatcher")
     processes = []
     try:
@@ -119,23 +112,11 @@ def test_pretraining_consumes_batches_from_the_service(
     address, journal, _ = cluster
     pairs_dir, _ = sample_pairs
     run = tmp_path / "run"
-    config = {
-        "encoder": {"vocab_size": 30522, "hidden_size": 32, "num_layers": 1,
-                    "num_heads": 2, "intermediate_size": 64,
-                    "max_position_embeddings": 128},
-        "data": {"train_files": str(pairs_dir),
-                 "vocab": str(pairs_dir / "vocab.txt"), "seq_length": 64,
-                 "max_predictions_per_seq": 10, "global_batch_size": 8,
-                 "shuffle_buffer": 500, "service": address},
-        "optimizer": {"learning_rate": 1e-3, "warmup_steps": 2,
-                      "decay_steps": 20},
-        "trainer": {"model_dir": str(run), "train_steps": 20,
-                    "steps_per_loop": 5, "checkpoint_every": 10},
-    }
-    path = tmp_path / "pretrain.yaml"
-    path.write_text(yaml.safe_dump(config))
+    path = pretrain_config(tmp_path, pairs_dir, train_steps=20,
+                           checkpoint_every=10)
     lines = []
-    results = pretrain.run(pretrain.load(path), log=lines.append)
+    results = pretrain.run(pretrain.load(path, [f"data.service={address}"]),
+                           log=lines.append)
     assert np.isfinite(results["loss"]), results
     assert any(f"tf.data service at {address}" in l for l in lines), lines
     assert tf.train.latest_checkpoint(str(run / "checkpoints")) \
@@ -147,7 +128,7 @@ def test_pretraining_consumes_batches_from_the_service(
 def test_a_dead_dispatcher_is_a_clear_error_not_a_hang(capsys):
     from bert_tf import cli
 
-    address = f"localhost:{_free_port()}"  # nothing listens there
+    address = f"localhost:{free_ports(1)[0]}"  # nothing listens there
     start = time.time()
     with pytest.raises(RuntimeError, match=rf"no tf.data service "
                        rf"dispatcher answers at {address}.*bert-tf "
