@@ -32,7 +32,7 @@ def is_remote(path):
     """Whether `path` names a file system by scheme (`gs://b/x`).
 
     Example:
-    >>> is_remote("ram://x"), is_remote("/tmp/x")
+    >>> is_remote("ram://x"), is_remote("runs/x")
     (True, False)
     """
     return bool(_SCHEME.match(str(path)))
