@@ -101,10 +101,10 @@ def _data_service(args):
 
     if args.role == "dispatcher":
         server = service.start_dispatcher(args.port, args.work_dir)
+        port = server.target.rsplit(":", 1)[1]
         print(f"tf.data service dispatcher at {server.target} (workers: "
-              f"`bert-tf data-service worker --dispatcher HOST:"
-              f"{server.target.rsplit(':', 1)[1]}`; trainers: "
-              f"data.service=HOST:{server.target.rsplit(':', 1)[1]})"
+              f"`bert-tf data-service worker --dispatcher HOST:{port}`; "
+              f"trainers: data.service=HOST:{port})"
               + (f"; journal in {args.work_dir}" if args.work_dir else ""),
               flush=True)
     else:

@@ -80,7 +80,7 @@ def read_conll(path, tag_column=-1, scheme="bio"):
     if not path.is_file():
         raise FileNotFoundError(f"Tagging file {path} does not exist.")
     sentences, words, tags = [], [], []
-    with GPath(path).open(errors="replace") as f:
+    with path.open(errors="replace") as f:
         for number, line in enumerate(f, 1):
             columns = line.split()
             if not columns or columns[0] == "-DOCSTART-":

@@ -31,7 +31,7 @@ def read_rows(path, fmt=None):
     if not path.is_file():
         raise FileNotFoundError(f"Task file {path} does not exist.")
     fmt = _format(path, fmt)
-    with GPath(path).open(errors="replace", newline="") as f:
+    with path.open(errors="replace", newline="") as f:
         if fmt == "jsonl":
             rows = []
             for number, line in enumerate(f, 1):

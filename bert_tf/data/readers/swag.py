@@ -113,7 +113,7 @@ def read_swag_csv(path):
     path = GPath(path)
     if not path.is_file():
         raise FileNotFoundError(f"SWAG file {path} does not exist.")
-    with GPath(path).open(errors="replace", newline="") as f:
+    with path.open(errors="replace", newline="") as f:
         reader = csv.DictReader(f)
         endings = sorted((c for c in reader.fieldnames or ()
                           if c.startswith("ending")),
@@ -146,7 +146,7 @@ def read_choices_jsonl(path):
         raise FileNotFoundError(f"Multiple-choice file {path} does not "
                                 "exist.")
     examples = []
-    with GPath(path).open(errors="replace") as f:
+    with path.open(errors="replace") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
