@@ -344,6 +344,10 @@ class TaskConfig:
         max_answer_length: span QA: longest answer, in word pieces.
         n_best_size: span QA: start/end candidates per window, and the
             number of answers a served model returns.
+        shared_norm: span QA: train with one softmax over all windows of a
+            question (`bert_tf.losses.SharedSpanLoss`), so that logits of
+            different windows compare, as decoding compares them; a batch
+            is then `batch_size` questions with all their windows.
         tag_column: tagging: the tag's column in local CoNLL files.
         tag_scheme: tagging: `bio` (IOB2), `iob1` or `iobes` (read and
             converted to BIO).
@@ -367,6 +371,7 @@ class TaskConfig:
     max_query_length: int = 64
     max_answer_length: int = 30
     n_best_size: int = 20
+    shared_norm: bool = False
     tag_column: int = -1
     tag_scheme: str = "bio"
     max_entities: int = 32

@@ -13,6 +13,7 @@ import yaml
 
 from bert_tf import cli
 from bert_tf.data.readers import squad, wnut
+from bert_tf.losses import SharedSpanLoss
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.task_models import BertSpanLabeler
 from bert_tf.serving import export as export_lib
@@ -99,6 +100,95 @@ def test_answer_labels_point_at_the_answer_in_each_window(bert_vocab):
                        out["token_char_end"][w, e]] == "Paris"
     # Windows that cut the answer off point at [CLS].
     assert (out["end_positions"][~inside] == 0).all()
+
+
+# --- shared normalization ------------------------------------------------------
+
+
+def _logsumexp(values):
+    return float(np.log(np.exp(np.asarray(values, "float64")).sum()))
+
+
+def test_shared_span_loss_hand_computed():
+    loss = SharedSpanLoss()
+    logits = np.array([[0.5, 1.0, -1.0], [2.0, 0.0, 3.0],   # question 0
+                       [1.0, 0.0, 0.0],                     # question 1
+                       [0.0, 2.0, 1.0], [1.5, 0.5, 0.0]],   # question 2
+                      "float32")
+    # Question 0 answered at position 2 of its second window; question 1
+    # alone and unanswerable; question 2 unanswerable in two windows.
+    labels = np.array([[0, 0], [2, 0], [0, 1], [0, 2], [0, 2]])
+    q0 = _logsumexp(logits[:2]) - 3.0
+    q1 = _logsumexp(logits[2]) - 1.0
+    total2 = _logsumexp(logits[3:])
+    q2 = ((total2 - 0.0) + (total2 - 1.5)) / 2
+    assert float(loss(labels, logits)) == pytest.approx((q0 + q1 + q2) / 5,
+                                                        rel=1e-5)
+    # A question in one window: the paper's per-window cross-entropy.
+    plain = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    alone = np.array([[1, 0], [0, 1], [2, 2]])
+    assert float(loss(alone, logits[:3])) == pytest.approx(
+        float(plain(alone[:, 0], logits[:3])), rel=1e-5)
+
+
+def _toy_task(directory, **overrides):
+    from bert_tf import finetune
+    from bert_tf.text.vocab import read_vocab
+    write_toy_qa(directory)
+    cfg = toy_qa_config(directory, **overrides)
+    task_cls = finetune.task_of(cfg)
+    data = task_cls.load_data(cfg.task)
+    vocab = read_vocab(directory / "vocab.txt")
+    return task_cls(task_cls.make_spec(cfg, data, cfg.encoder, vocab)), \
+        data, vocab
+
+
+@pytest.mark.parametrize("dynamic_length", [False, True])
+def test_shared_norm_batches_hold_whole_questions(tmp_path, dynamic_length):
+    task, data, vocab = _toy_task(tmp_path, **{"task.shared_norm": True})
+    pre = task.preprocessor(vocab)
+    by_text = {}  # windows of every training question, by their ids
+    for e in data.split("train"):
+        span = squad.answer_span(e)
+        out = pre(tf.constant([e["question"]]), tf.constant([e["context"]]),
+                  tf.constant([span[0]]), tf.constant([span[1]]))
+        key = tuple(out["input_word_ids"].numpy()[0])
+        by_text.setdefault(key, []).append(
+            (out["input_word_ids"].shape[0],
+             out["start_positions"].numpy().tolist()))
+    x, y = next(iter(task.train_dataset(data, vocab, 8, seed=3,
+                                        dynamic_length=dynamic_length)))
+    ids, start = x["input_word_ids"].numpy(), y["start_logits"].numpy()
+    questions = start[:, 1]
+    assert sorted(set(questions.tolist())) == list(range(8))
+    assert (np.diff(questions) >= 0).all()  # each question's windows in a row
+    for q in range(8):
+        rows = np.flatnonzero(questions == q)
+        first = ids[rows[0]]
+        key = tuple(np.pad(first, (0, pre.sequence_length - len(first))))
+        assert (len(rows), start[rows, 0].tolist()) in by_text[key]
+    assert y["end_logits"].numpy()[:, 1].tolist() == questions.tolist()
+
+
+def test_shared_norm_is_refused_on_tpu(tmp_path):
+    with pytest.raises(ValueError, match="task.shared_norm.*tpu"):
+        _toy_task(tmp_path, **{"task.shared_norm": True, "strategy": "tpu"})
+
+
+@pytest.mark.slow
+def test_shared_norm_fine_tunes_and_saves(tmp_path):
+    from bert_tf import finetune
+    write_toy_qa(tmp_path)
+    result = finetune.run(toy_qa_config(tmp_path, **{
+        "task.shared_norm": True}), log=lambda *a: None)
+    # As the per-window loss (test_finetune_learns_and_stores_the_threshold).
+    assert result.best["value"] >= 75 and result.test["f1"] >= 75
+    task, model, vocab, _ = load_finetuned(tmp_path / "run")
+    assert task.spec["shared_norm"]
+    task.compile(model)
+    model.save(tmp_path / "qa.keras")
+    loaded = keras.saving.load_model(tmp_path / "qa.keras")
+    assert isinstance(loaded.loss["start_logits"], SharedSpanLoss)
 
 
 # --- decoding -----------------------------------------------------------------

@@ -71,3 +71,68 @@ def window_batches(examples, size, to_windows, batch_size, sequence_length,
     else:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def grouped_window_batches(examples, size, to_groups, batch_size,
+                           sequence_length, seed=0, input_context=None,
+                           dynamic_length=False):
+    """Endless shuffled training batches of `batch_size` examples with all
+    their windows, for losses that compare the windows of one example
+    (span QA's `SharedSpanLoss`).
+
+    `to_groups` turns a batch of examples into a `tf.data.Dataset` of one
+    element per example: `(features, labels)` with [w, L] features and [w]
+    labels for its w windows. A batch holds the windows of `batch_size`
+    examples, one after another ([W, L]), each label paired with its
+    example's index in the batch: [W, 2]. With `dynamic_length`, examples
+    of similar length (their longest window) are batched together;
+    batches are cut to their longest window either way.
+
+    Example:
+    >>> examples = tf.data.Dataset.from_tensor_slices(
+    ...     {"windows": [1, 2]}).repeat()
+    >>> def to_groups(batch):
+    ...     w = tf.reduce_sum(batch["windows"])
+    ...     index = tf.repeat(tf.range(tf.size(batch["windows"])),
+    ...                       batch["windows"])
+    ...     ragged = lambda t: tf.RaggedTensor.from_value_rowids(t, index)
+    ...     x = {"input_mask": ragged(tf.ones([w, 4], tf.int32))}
+    ...     return tf.data.Dataset.from_tensor_slices(
+    ...         (x, ragged(tf.range(w) + 1)))
+    >>> x, y = next(iter(grouped_window_batches(examples, 2, to_groups, 2,
+    ...                                         4)))
+    >>> # 3 windows: 1 of one example, 2 of the other.
+    >>> sorted(tf.math.bincount(y[:, 1]).numpy().tolist())
+    [1, 2]
+    """
+    pipelines = input_context.num_input_pipelines if input_context else 1
+    if pipelines > 1:
+        examples = examples.shard(pipelines, input_context.input_pipeline_id)
+    dataset = examples.shuffle(max(1, min(size, 100_000)), seed=seed,
+                               reshuffle_each_iteration=True)
+    dataset = dataset.repeat().ragged_batch(64).flat_map(to_groups)
+    # Slices of [examples, (windows), ...] ragged tensors come as ragged
+    # specs of rank 0; padded batching needs them dense.
+    dataset = dataset.map(lambda *e: tf.nest.map_structure(
+        lambda v: v.to_tensor() if isinstance(v, tf.RaggedTensor) else v, e))
+    dataset = dataset.shuffle(1024, seed=seed)
+    if dynamic_length:
+        boundaries = [b for b in TRAINING_BOUNDARIES if b < sequence_length]
+        dataset = dataset.bucket_by_sequence_length(
+            lambda x, y: tf.reduce_max(tf.reduce_sum(x["input_mask"], 1)),
+            boundaries, [batch_size] * (len(boundaries) + 1))
+    else:
+        dataset = dataset.padded_batch(batch_size)
+
+    def windows(x, y):
+        # Padding windows (no real token) go; each label gets its example.
+        real = tf.reduce_sum(x["input_mask"], axis=2) > 0
+        example = tf.boolean_mask(tf.broadcast_to(
+            tf.range(tf.shape(real)[0])[:, None], tf.shape(real)), real)
+        longest = tf.reduce_max(tf.reduce_sum(x["input_mask"], axis=2))
+        x = {k: tf.boolean_mask(v, real)[:, :longest] for k, v in x.items()}
+        y = tf.nest.map_structure(lambda v: tf.stack(
+            [tf.cast(tf.boolean_mask(v, real), tf.int32), example], 1), y)
+        return x, y
+
+    return dataset.map(windows).prefetch(tf.data.AUTOTUNE)

@@ -24,9 +24,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import window_batches
+from bert_tf.data.batching import grouped_window_batches, window_batches
 from bert_tf.data.readers.squad import load_qa, qa_dataset
 from bert_tf.models.encoder import INPUT_NAMES
+from bert_tf.losses import SharedSpanLoss
 from bert_tf.models.task_models import BertSpanLabeler
 from bert_tf.storage import GPath
 from bert_tf.tasks.base import (Task, TaskModule, common_spec, same_batch,
@@ -63,11 +64,17 @@ class SpanQA(Task):
                 f"seq_length = {cfg.seq_length} leaves no room for context "
                 f"after task.max_query_length = {t.max_query_length}: make "
                 f"it at least {t.max_query_length + 4}.")
+        if t.shared_norm and cfg.strategy == "tpu":
+            raise ValueError(
+                "task.shared_norm batches all windows of each question, a "
+                "varying number, and TPUs need fixed batch shapes: turn it "
+                "off for strategy = tpu.")
         spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
         spec.update({"version_2": data.version_2, "doc_stride": t.doc_stride,
                      "max_query_length": t.max_query_length,
                      "max_answer_length": t.max_answer_length,
-                     "n_best_size": t.n_best_size, "null_threshold": 0.0})
+                     "n_best_size": t.n_best_size, "null_threshold": 0.0,
+                     "shared_norm": t.shared_norm})
         return spec
 
     def describe(self, data):
@@ -96,6 +103,7 @@ class SpanQA(Task):
                       dynamic_length=False):
         examples = data.split("train")
         preprocessor = self.preprocessor(vocab)
+        shared = self.spec.get("shared_norm", False)
 
         def windows(batch):
             features = preprocessor(batch["question"], batch["context"],
@@ -104,8 +112,19 @@ class SpanQA(Task):
             x = {name: features[name] for name in INPUT_NAMES}
             y = {"start_logits": features["start_positions"],
                  "end_logits": features["end_positions"]}
+            if shared:  # one element per question: its windows
+                index = features["example_index"]
+                rows = tf.shape(batch["question"])[0]
+                x, y = tf.nest.map_structure(
+                    lambda t: tf.RaggedTensor.from_value_rowids(
+                        t, index, nrows=rows), (x, y))
             return tf.data.Dataset.from_tensor_slices((x, y))
 
+        if shared:
+            # A batch is `batch_size` questions with all their windows.
+            return grouped_window_batches(
+                qa_dataset(examples), len(examples), windows, batch_size,
+                self.spec["seq_length"], seed, input_context, dynamic_length)
         return window_batches(
             qa_dataset(examples), len(examples), windows, batch_size,
             self.spec["seq_length"], seed, input_context, drop_remainder,
@@ -115,7 +134,8 @@ class SpanQA(Task):
         return BertSpanLabeler(encoder, dtype=encoder.dtype_policy)
 
     def compile(self, model):
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        loss = (SharedSpanLoss() if self.spec.get("shared_norm") else
+                keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         model.compile(loss={"start_logits": loss, "end_logits": loss},
                       loss_weights={"start_logits": 0.5, "end_logits": 0.5})
 
