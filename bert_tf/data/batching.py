@@ -39,6 +39,18 @@ def bucket_by_length(dataset, batch_size, sequence_length,
     return dataset.map(trim)
 
 
+def _shuffled_windows(examples, size, to_windows, seed, input_context):
+    """Endless: this pipeline's shard of `examples`, shuffled each epoch,
+    turned into windows 64 examples at a time and mixed."""
+    pipelines = input_context.num_input_pipelines if input_context else 1
+    if pipelines > 1:
+        examples = examples.shard(pipelines, input_context.input_pipeline_id)
+    dataset = examples.shuffle(max(1, min(size, 100_000)), seed=seed,
+                               reshuffle_each_iteration=True)
+    dataset = dataset.repeat().ragged_batch(64).flat_map(to_windows)
+    return dataset.shuffle(1024, seed=seed)
+
+
 def window_batches(examples, size, to_windows, batch_size, sequence_length,
                    seed=0, input_context=None, drop_remainder=False,
                    dynamic_length=False):
@@ -58,13 +70,8 @@ def window_batches(examples, size, to_windows, batch_size, sequence_length,
         drop_remainder, dynamic_length: as described above and in
         `bucket_by_length`.
     """
-    pipelines = input_context.num_input_pipelines if input_context else 1
-    if pipelines > 1:
-        examples = examples.shard(pipelines, input_context.input_pipeline_id)
-    dataset = examples.shuffle(max(1, min(size, 100_000)), seed=seed,
-                               reshuffle_each_iteration=True)
-    dataset = dataset.repeat().ragged_batch(64).flat_map(to_windows)
-    dataset = dataset.shuffle(1024, seed=seed)
+    dataset = _shuffled_windows(examples, size, to_windows, seed,
+                                input_context)
     if dynamic_length:
         dataset = bucket_by_length(dataset, batch_size, sequence_length,
                                    drop_remainder)
@@ -105,17 +112,13 @@ def grouped_window_batches(examples, size, to_groups, batch_size,
     >>> sorted(tf.math.bincount(y[:, 1]).numpy().tolist())
     [1, 2]
     """
-    pipelines = input_context.num_input_pipelines if input_context else 1
-    if pipelines > 1:
-        examples = examples.shard(pipelines, input_context.input_pipeline_id)
-    dataset = examples.shuffle(max(1, min(size, 100_000)), seed=seed,
-                               reshuffle_each_iteration=True)
-    dataset = dataset.repeat().ragged_batch(64).flat_map(to_groups)
     # Slices of [examples, (windows), ...] ragged tensors come as ragged
     # specs of rank 0; padded batching needs them dense.
-    dataset = dataset.map(lambda *e: tf.nest.map_structure(
-        lambda v: v.to_tensor() if isinstance(v, tf.RaggedTensor) else v, e))
-    dataset = dataset.shuffle(1024, seed=seed)
+    dataset = _shuffled_windows(examples, size, to_groups, seed,
+                                input_context).map(
+        lambda *e: tf.nest.map_structure(
+            lambda v: v.to_tensor() if isinstance(v, tf.RaggedTensor) else v,
+            e))
     if dynamic_length:
         boundaries = [b for b in TRAINING_BOUNDARIES if b < sequence_length]
         dataset = dataset.bucket_by_sequence_length(
