@@ -147,15 +147,17 @@ def _toy_task(directory, **overrides):
 def test_shared_norm_batches_hold_whole_questions(tmp_path, dynamic_length):
     task, data, vocab = _toy_task(tmp_path, **{"task.shared_norm": True})
     pre = task.preprocessor(vocab)
-    by_text = {}  # windows of every training question, by their ids
-    for e in data.split("train"):
-        span = squad.answer_span(e)
-        out = pre(tf.constant([e["question"]]), tf.constant([e["context"]]),
-                  tf.constant([span[0]]), tf.constant([span[1]]))
-        key = tuple(out["input_word_ids"].numpy()[0])
-        by_text.setdefault(key, []).append(
-            (out["input_word_ids"].shape[0],
-             out["start_positions"].numpy().tolist()))
+    train = data.split("train")
+    spans = np.array([squad.answer_span(e) for e in train])
+    out = {k: v.numpy() for k, v in pre(
+        tf.constant([e["question"] for e in train]),
+        tf.constant([e["context"] for e in train]),
+        tf.constant(spans[:, 0]), tf.constant(spans[:, 1])).items()}
+    by_text = {}  # windows of every training question, by its first
+    for i in range(len(train)):
+        rows = np.flatnonzero(out["example_index"] == i)
+        by_text.setdefault(tuple(out["input_word_ids"][rows[0]]), []).append(
+            (len(rows), out["start_positions"][rows].tolist()))
     x, y = next(iter(task.train_dataset(data, vocab, 8, seed=3,
                                         dynamic_length=dynamic_length)))
     ids, start = x["input_word_ids"].numpy(), y["start_logits"].numpy()
