@@ -57,3 +57,14 @@ def describe(strategy):
     return (f"{type(strategy).__name__} with "
             f"{strategy.num_replicas_in_sync} replica(s)"
             + (f" on {', '.join(devices)}" if devices else ""))
+
+
+def is_chief(strategy):
+    """True unless this process is a non-chief multi-worker task."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.cluster_spec().as_dict():
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "chief" or (not has_chief and task_type == "worker"
+                                    and task_id == 0)

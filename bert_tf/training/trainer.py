@@ -23,19 +23,8 @@ import tensorflow as tf
 
 from bert_tf.config_io import WEIGHTS_PREFIX
 from bert_tf.storage import GPath
-from bert_tf.training import keras_compat
+from bert_tf.training import distribute, keras_compat
 from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
-
-
-def _is_chief(strategy):
-    """True unless this process is a non-chief multi-worker task."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.cluster_spec().as_dict():
-        return True
-    task_type, task_id = resolver.task_type, resolver.task_id
-    has_chief = "chief" in resolver.cluster_spec().as_dict()
-    return task_type == "chief" or (not has_chief and task_type == "worker"
-                                    and task_id == 0)
 
 
 def _to_next(step, every):
@@ -171,9 +160,11 @@ class Trainer:
         self._model_only = tf.train.Checkpoint(
             **self.model.checkpoint_roots())
         # Every worker takes part in saving; only the chief keeps the files
-        # (the others write to a scratch directory of their own).
-        self.is_chief = _is_chief(strategy)
-        checkpoint_dir = self.model_dir / "checkpoints"
+        # (the others write to a scratch directory of their own), and every
+        # worker resumes from the chief's: a worker killed between the
+        # chief's save and its own would restart a step behind its peers.
+        self.is_chief = distribute.is_chief(strategy)
+        self.checkpoint_dir = checkpoint_dir = self.model_dir / "checkpoints"
         if not self.is_chief:
             checkpoint_dir = self.model_dir / "scratch" / \
                 f"worker_{strategy.cluster_resolver.task_id}"
@@ -295,9 +286,14 @@ class Trainer:
 
     # --- public API ----------------------------------------------------------
 
+    @property
+    def latest_checkpoint(self):
+        """The chief's latest checkpoint, which every worker resumes from."""
+        return tf.train.latest_checkpoint(str(self.checkpoint_dir))
+
     def restore(self):
         """Restores the latest checkpoint, if any; returns its path."""
-        latest = self.manager.latest_checkpoint
+        latest = self.latest_checkpoint
         if latest:
             try:
                 self.checkpoint.read(latest).assert_existing_objects_matched()
@@ -311,7 +307,7 @@ class Trainer:
                     "trainer.model_dir (to pre-train on from these weights: "
                     f"init_checkpoint={GPath(latest).parent}).") from None
             self.log(f"restored {latest} at step {int(self.step.numpy())}")
-            best_file = self.best_dir / "best.json"
+            best_file = self.model_dir / "best" / "best.json"
             if self.best_metric and best_file.is_file():
                 self.best = json.loads(best_file.read_text())
         return latest
@@ -410,10 +406,9 @@ class Trainer:
             TrainingStopped: SIGTERM (on any worker): every worker finished
                 the loop, a checkpoint of that step was written.
         """
-        self.restore()
+        restored = self.restore()
         start_step = int(self.step.numpy())
-        self._saved_step = start_step if self.manager.latest_checkpoint \
-            else None
+        self._saved_step = start_step if restored else None
         if start_step and self.resume_input == "fast_forward":
             self._fast_forward(start_step)
         self._stop_requested = False
@@ -430,7 +425,7 @@ class Trainer:
                 f"another worker stopped responding ("
                 f"{reason[-1].splitlines()[0][:200]}); stopped at step "
                 f"{int(self.step.numpy())}, the latest checkpoint is "
-                f"{self.manager.latest_checkpoint}. Restart every worker "
+                f"{self.latest_checkpoint}. Restart every worker "
                 "with the same command to continue from it.") from None
         finally:
             if previous is not None:
@@ -456,7 +451,7 @@ class Trainer:
                 raise NonFiniteLossError(
                     f"Loss became {loss} in the {steps} steps before step "
                     f"{step}; stopped without saving. The last good "
-                    f"checkpoint is {self.manager.latest_checkpoint}. Lower "
+                    f"checkpoint is {self.latest_checkpoint}. Lower "
                     "the learning rate, enable clipping, or check the data.")
             results = dict(self.metrics(), loss=loss)
             if self.global_batch_size:
