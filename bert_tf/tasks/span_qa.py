@@ -26,8 +26,8 @@ import tensorflow as tf
 
 from bert_tf.data.batching import grouped_window_batches, window_batches
 from bert_tf.data.readers.squad import load_qa, qa_dataset
-from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.losses import SharedSpanLoss
+from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.models.task_models import BertSpanLabeler
 from bert_tf.storage import GPath
 from bert_tf.tasks.base import (Task, TaskModule, common_spec, same_batch,
