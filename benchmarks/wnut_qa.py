@@ -75,7 +75,7 @@ def parity(task, model, vocab, examples, reference_answers):
         ref = reference_answers(
             {k: v.numpy() for k, v in features.items()},
             logits["start_logits"].numpy(), logits["end_logits"].numpy(),
-            contexts, **options)
+            contexts, doc_stride=task.spec["doc_stride"], **options)
         for i, r in enumerate(ref):
             total += 1
             same += (ours["answer"][i].numpy() == r["answer"] and

@@ -219,7 +219,7 @@ def test_decoder_matches_the_reference_on_real_tweets(bert_vocab,
     ours = {k: v.numpy() for k, v in decode_answers(
         features, start, end, tf.constant(contexts), **options).items()}
     ref = reference_answers({k: v.numpy() for k, v in features.items()},
-                            start, end, contexts, **options)
+                            start, end, contexts, doc_stride=8, **options)
     same = [ours["answer"][i] == r["answer"] and ours["start"][i] ==
             r["start"] and ours["end"][i] == r["end"] and
             ours["count"][i] == len(r["nbest"]) and
@@ -232,6 +232,40 @@ def test_decoder_matches_the_reference_on_real_tweets(bert_vocab,
     assert ours["has_answer"].sum() > 0
     if version_2:
         assert 0 < ours["has_answer"].mean() < 1
+
+
+def test_max_context_rule_decides_the_answer(bert_vocab):
+    """The best-scoring span starts on a piece that two windows hold; in
+    the window that gives it the higher logit it sits at the edge (not its
+    max context), so the original rule drops it there and the answer is
+    the runner-up span, in the window where its piece is max context."""
+    pre = QAPreprocessor(bert_vocab, sequence_length=12, doc_stride=4,
+                         max_query_length=2)
+    context = "one two three four five six seven eight nine ten eleven"
+    features = {k: v.numpy() for k, v in pre(
+        tf.constant(["q"]), tf.constant([context])).items()}
+    starts = features["token_char_start"]
+    assert len(starts) >= 2
+    words = {s: context[s:].split()[0] for s in starts[0] if s >= 0}
+    # A piece held by windows 0 and 1, last in window 0 (so not its max
+    # context there), and a piece that only window 1 holds.
+    edge = max(p for p in range(12) if starts[0, p] >= 0)
+    shared = starts[0, edge]
+    inner = max(p for p in range(12) if starts[1, p] >= 0)
+    assert shared in starts[1] and starts[1, inner] not in starts[0]
+    assert not features["token_is_max_context"][0, edge]
+    start = np.zeros(starts.shape, np.float32)
+    end = np.zeros(starts.shape, np.float32)
+    start[0, edge] = end[0, edge] = 10.0        # best, but not max context
+    start[1, inner] = end[1, inner] = 5.0       # max context in window 1
+    options = dict(n_best_size=3, max_answer_length=1)
+    ours = decode_answers(features, start, end, tf.constant([context]),
+                          **options)
+    ref = reference_answers(features, start, end, [context], doc_stride=4,
+                            **options)
+    assert ref[0]["start"] == starts[1, inner] != shared, words
+    assert int(ours["start"][0]) == ref[0]["start"]
+    assert ours["answer"][0].numpy() == ref[0]["answer"]
 
 
 # --- metrics ------------------------------------------------------------------
