@@ -1,7 +1,7 @@
 """The paper's Table 7 in miniature: the feature-based approach on WNUT-16.
 
 all-MiniLM-L6-v2 stays frozen. Each word's hidden states (at its first
-piece; `bert_tf.tasks.features.FeatureExtractor`) are computed once, and
+piece; `bert_tf.tasks.embeddings.extract.FeatureExtractor`) are computed once, and
 a small two-layer BiLSTM tagger is trained on each of the paper's feature
 choices: the embeddings, the second-to-last and the last hidden layer, a
 learned weighted sum of the last four, their concatenation, and a learned
@@ -24,10 +24,11 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf import checkpoints, finetune  # noqa: E402
+from bert_tf.data import sample_texts as wnut  # noqa: E402
 from bert_tf.data import samples  # noqa: E402
-from bert_tf.data.readers import conll, wnut  # noqa: E402
-from bert_tf.tasks.features import FeatureExtractor  # noqa: E402
-from bert_tf.tasks.tagging import entity_scores  # noqa: E402
+from bert_tf.tasks.embeddings.extract import FeatureExtractor  # noqa: E402
+from bert_tf.tasks.tagging import data as conll  # noqa: E402
+from bert_tf.tasks.tagging.metrics import entity_scores  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs",
                       "finetune", "wnut_ner_minilm.yaml")

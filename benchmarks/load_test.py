@@ -52,7 +52,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from bert_tf.data.readers.sentiment import read_rt_snippets
+    from bert_tf.data.sample_texts import read_rt_snippets
     from bert_tf.serving.export import load_exported
 
     serve = load_exported(args.model).signatures["serving_default"]

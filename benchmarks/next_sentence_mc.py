@@ -17,8 +17,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from bert_tf.data.readers.swag import load_next_sentence  # noqa: E402
 from bert_tf.tasks import load_finetuned  # noqa: E402
+from bert_tf.tasks.multiple_choice.data import load_next_sentence  # noqa: E402
 
 
 def _words(text):

@@ -75,8 +75,8 @@ def _our_export(hf_dir, vocab_path, out, fixed_length):
     from safetensors.numpy import load_file
 
     from bert_tf import checkpoints
-    from bert_tf.models.task_models import BertClassifier
     from bert_tf.serving.export import export_model
+    from bert_tf.tasks.classification.model import BertClassifier
 
     best = out.parent.parent / f"best_{out.parent.name}"
     pretrained = checkpoints.convert("hf", hf_dir, best / "encoder",
@@ -110,7 +110,7 @@ def main():
     from transformers import BertTokenizerFast
 
     from bert_tf.data import samples
-    from bert_tf.data.readers.sentiment import read_rt_snippets
+    from bert_tf.data.sample_texts import read_rt_snippets
     from bert_tf.serving.export import load_exported
 
     torch.set_num_threads(THREADS)

@@ -28,11 +28,11 @@ import tensorflow as tf  # noqa: E402
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
 
-from bert_tf.data.readers import load_task  # noqa: E402
 from bert_tf.serving.export import (export_model, load_exported,  # noqa: E402
                                     predict_texts)
-from bert_tf.serving.tflite import (TFLiteClassifier,  # noqa: E402
-                                    export_tflite)
+from bert_tf.serving.tflite import TFLiteClassifier  # noqa: E402
+from bert_tf.serving.tflite import export_tflite
+from bert_tf.tasks.classification.data import load_task  # noqa: E402
 
 HOSTILE = ["", "   \t\n ", "film " * 10000, "\x00\x01 bell\x07",
            "🎸 中文 ünïcödé", b"\xff\xfe invalid utf-8", "\u200b\u200d",

@@ -20,9 +20,11 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf import checkpoints, config as config_lib  # noqa: E402
-from bert_tf.data.readers import load_task, task_dataset  # noqa: E402
+from bert_tf import checkpoints
+from bert_tf import config as config_lib  # noqa: E402
 from bert_tf.models.encoder import BertEncoder  # noqa: E402
+from bert_tf.tasks.classification.data import (load_task,  # noqa: E402
+                                               task_dataset)
 from bert_tf.text.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.text.vocab import read_vocab  # noqa: E402
 

@@ -29,12 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf.data.readers import squad, wnut  # noqa: E402
+from bert_tf.data import sample_texts as wnut  # noqa: E402
 from bert_tf.models.encoder import INPUT_NAMES  # noqa: E402
 from bert_tf.serving.export import export_model, load_exported  # noqa: E402
 from bert_tf.tasks import load_finetuned  # noqa: E402
-from bert_tf.tasks.span_decoding import decode_answers  # noqa: E402
-from bert_tf.tasks.squad_metrics import squad_v2  # noqa: E402
+from bert_tf.tasks.span_qa import data as squad  # noqa: E402
+from bert_tf.tasks.span_qa.decoding import decode_answers  # noqa: E402
+from bert_tf.tasks.span_qa.metrics import squad_v2  # noqa: E402
 
 COLUMNS = ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact",
            "NoAns_f1")

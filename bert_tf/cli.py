@@ -3,6 +3,7 @@
 import argparse
 import os
 import sys
+from functools import partial
 
 from bert_tf.config_io import CHECKPOINT_SOURCES
 
@@ -141,37 +142,33 @@ def _finetune(args):
 
 
 def _export(args):
-    from bert_tf.serving.export import (export_encoder, export_fill_mask,
-                                        export_model)
+    from bert_tf.serving.export import export, export_model
+    from bert_tf.serving.hub import export_hub
+    from bert_tf.serving.tflite import export_tflite
 
-    if args.format == "tflite":
-        from bert_tf.serving.tflite import export_tflite
-
-        if args.kind != "task":
-            raise ValueError(f"--format tflite exports a fine-tuned "
-                             f"classifier (--kind task), not --kind "
-                             f"{args.kind}.")
-        export_tflite(args.checkpoint, args.out, quantize=args.quantize,
-                      overwrite=args.overwrite)
-    elif args.kind == "hub":
-        from bert_tf.serving.hub import export_hub
-
-        export_hub(args.checkpoint, args.out, overwrite=args.overwrite,
-                   seq_length=args.seq_length or 128)
-    elif args.kind == "embeddings":
-        export_encoder(args.checkpoint, args.out, overwrite=args.overwrite,
-                       fixed_length=args.fixed_length,
-                       sequence_length=args.seq_length or 256,
-                       normalize=not args.no_normalize)
-    elif args.kind == "fill_mask":
-        export_fill_mask(args.checkpoint, args.out, overwrite=args.overwrite,
-                         fixed_length=args.fixed_length,
-                         sequence_length=args.seq_length or 128,
-                         marker=args.marker, top_k=args.top_k,
-                         max_masks=args.max_masks)
-    else:
-        export_model(args.checkpoint, args.out, overwrite=args.overwrite,
-                     fixed_length=args.fixed_length)
+    # (--format, --kind) -> the writer and the options it takes.
+    common = {"overwrite": args.overwrite}
+    length = {"fixed_length": args.fixed_length}
+    routes = {
+        ("tflite", "task"): (export_tflite, {"quantize": args.quantize}),
+        ("savedmodel", "task"): (export_model, length),
+        ("savedmodel", "hub"): (export_hub, {
+            "seq_length": args.seq_length or 128}),
+        ("savedmodel", "embeddings"): (partial(export, "embeddings"), {
+            **length, "sequence_length": args.seq_length or 256,
+            "normalize": not args.no_normalize}),
+        ("savedmodel", "fill_mask"): (partial(export, "fill_mask"), {
+            **length, "sequence_length": args.seq_length or 128,
+            "marker": args.marker, "top_k": args.top_k,
+            "max_masks": args.max_masks}),
+    }
+    if (args.format, args.kind) not in routes:
+        kinds = " or ".join(f"--kind {k}" for f, k in routes
+                            if f == args.format)
+        raise ValueError(f"--format {args.format} exports {kinds}, not "
+                         f"--kind {args.kind}.")
+    write, options = routes[args.format, args.kind]
+    write(args.checkpoint, args.out, **common, **options)
 
 
 def _predict(args):
@@ -190,8 +187,8 @@ def _predict(args):
 def _features(args):
     from bert_tf import checkpoints
     from bert_tf.storage import GPath
-    from bert_tf.tasks.features import (FeatureExtractor, check_layers,
-                                        write_features)
+    from bert_tf.tasks.embeddings.extract import (FeatureExtractor,
+                                                  check_layers, write_features)
 
     pretrained = checkpoints.load_encoder(args.checkpoint)
     for choice in args.layers:

@@ -96,7 +96,7 @@ def minilm_parity(output_dir):
 
 
 def sentence_similarity(pretrained):
-    from bert_tf.tasks.features import SentenceEmbedder
+    from bert_tf.tasks.embeddings.extract import SentenceEmbedder
 
     _section("Using it: sentence similarity (mean-pooled MiniLM)")
     sentences = ["A man is playing a guitar.",
@@ -267,7 +267,7 @@ def _minilm_task(output_dir, run, export_name):
 
 def question_answering(output_dir):
     """WNUT-16 QA from MiniLM: fine-tune, export, answer; (result, export)."""
-    from bert_tf.data.readers.squad import load_wnut_qa
+    from bert_tf.tasks.span_qa.data import load_wnut_qa
 
     _section("Extractive QA on real annotations: WNUT-16 QA from MiniLM")
     result, out, served = _minilm_task(output_dir, "wnut_qa_minilm",

@@ -118,9 +118,10 @@ def save_pair_classifier(best, labels, encoder_args, tokens):
     """A random pair classifier (`labels` empty: regression, seq 12) saved
     as a fine-tuning run's `best/` directory; returns `best`."""
     import yaml
+
     from bert_tf import checkpoints
     from bert_tf.models.encoder import BertEncoder
-    from bert_tf.models.task_models import BertClassifier
+    from bert_tf.tasks.classification.model import BertClassifier
     from bert_tf.text.vocab import Vocab
 
     best.mkdir(parents=True)
@@ -141,6 +142,7 @@ def assert_buckets_match_fixed_length(run_dir, bucketed, tmp_path, requests):
     bucketed export `bucketed` answers every request of `requests` as it
     does (numbers within 1e-5), and that only the bucketed graph cuts."""
     import tensorflow as tf
+
     from bert_tf.serving import export as export_lib
 
     fixed = tmp_path / "fixed" / "1"
@@ -170,6 +172,7 @@ def save_tiny_checkpoint(directory, tokens, num_layers, masked_lm=False):
     `masked_lm`) saved as a bert_tf checkpoint directory; returns
     (encoder, pretrainer or None)."""
     import keras
+
     from bert_tf import checkpoints
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.models.pretrainer import BertPretrainer

@@ -120,7 +120,7 @@ def test_tfds_wikipedia_with_mock_data():
 
 
 def test_rt_train_corpus_is_the_task_training_split_only():
-    from bert_tf.data.readers import load_rt_sentiment
+    from bert_tf.tasks.classification.data import load_rt_sentiment
 
     docs, stats = d.load_documents("sample:rt_train")
     task = load_rt_sentiment()

@@ -11,16 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import save_tiny_checkpoint
+from test_serving import HOSTILE, run_serving_check
 
 from bert_tf import checkpoints, cli
 from bert_tf.serving import export as export_lib
-from bert_tf.tasks.features import (LAYER_CHOICES, FeatureExtractor,
-                                    SentenceEmbedder, check_layers,
-                                    combine_layers, hidden_states)
+from bert_tf.tasks.embeddings.extract import (LAYER_CHOICES, FeatureExtractor,
+                                              SentenceEmbedder, check_layers,
+                                              combine_layers, hidden_states)
 from bert_tf.text.preprocessor import BertPreprocessor
-
-from conftest import save_tiny_checkpoint
-from test_serving import HOSTILE, run_serving_check
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "film",

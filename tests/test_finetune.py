@@ -6,12 +6,15 @@ import json
 import numpy as np
 import pytest
 import yaml
-
-from bert_tf import checkpoints, config as config_lib, finetune
-from bert_tf.models.encoder import BertEncoder
-from bert_tf.tasks.classification import load_classifier
-from bert_tf.text.vocab import Vocab
 from toy_task import ENCODER, VOCAB, toy_config, write_toy_task
+
+from bert_tf import checkpoints
+from bert_tf import config as config_lib
+from bert_tf import finetune
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.tasks.classification.task import load_classifier
+from bert_tf.text.vocab import Vocab
+
 
 @pytest.mark.slow
 def test_finetune_learns_and_keeps_the_best_epoch(toy_run):

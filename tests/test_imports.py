@@ -1,5 +1,6 @@
-"""The package's import graph has no cycles (function-level imports
-included)."""
+"""The package's import graph has no cycles, between modules or between
+packages and subpackages (function-level imports included), imports run
+downward, and no task kind's folder imports another's."""
 
 import ast
 from pathlib import Path
@@ -7,13 +8,19 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "bert_tf"
 
 
-def import_graph():
-    """{module: set of bert_tf modules it imports anywhere in its file}."""
+def module_paths():
+    """{module name: path} of every module of the package."""
     modules = {}
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         modules[name] = path
+    return modules
+
+
+def import_graph():
+    """{module: set of bert_tf modules it imports anywhere in its file}."""
+    modules = module_paths()
     graph = {}
     for name, path in modules.items():
         targets = set()
@@ -69,51 +76,54 @@ def test_no_import_cycles():
     assert cycles(graph) == []
 
 
-# ARCHITECTURE.md's layers, bottom up; a module imports only from its own
-# layer or below. `finetune` and `pretrain` run tasks and checkpoints, the
-# CLI and the demo run everything.
-LAYERS = [
-    {"config", "config_io", "presets", "text", "layers", "training",
-     "losses", "storage"},
-    {"models", "data"},
-    {"tasks", "checkpoints", "serving"},
-    {"finetune", "pretrain"},
-    {"cli", "demo"},
-]
-# Within a layer, these know nothing of each other.
-APART = {("data", "models"), ("models", "data")}
+def package_graph(graph, packages):
+    """The module graph folded onto packages: a module inside a
+    subpackage counts as its package (a package's `__init__` is the
+    package); the top-level modules stay themselves."""
+    def unit(module):
+        if module in packages or module.count(".") < 2:
+            return module
+        return module.rpartition(".")[0]
 
-
-def _group(module):
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else None  # None: the package root
-
-
-def layer_violations(graph):
-    level = {name: i for i, names in enumerate(LAYERS) for name in names}
-    found = []
+    folded = {}
     for source, targets in graph.items():
-        for target in targets:
-            a, b = _group(source), _group(target)
-            if a is None or b is None or a == b:
-                continue
-            if level[b] > level[a] or (a, b) in APART:
-                found.append(f"{source} -> {target}")
-    return sorted(found)
+        edges = folded.setdefault(unit(source), set())
+        edges.update(unit(t) for t in targets if unit(t) != unit(source))
+    return folded
 
 
-def test_layer_finder_finds_an_upward_import():
-    graph = {"bert_tf.training.trainer": {"bert_tf.checkpoints.native"},
-             "bert_tf.data.x": {"bert_tf.models.encoder"},
-             "bert_tf.tasks.y": {"bert_tf.models.encoder"}}
-    assert layer_violations(graph) == [
-        "bert_tf.data.x -> bert_tf.models.encoder",
-        "bert_tf.training.trainer -> bert_tf.checkpoints.native"]
+def test_package_cycle_finder_sees_subpackages():
+    packages = {"bert_tf.data", "bert_tf.data.readers"}
+    graph = {"bert_tf.data.documents": {"bert_tf.data.readers.sentiment"},
+             "bert_tf.data.readers.swag": {"bert_tf.data.documents"},
+             "bert_tf.data.readers.sentiment": set()}
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph, packages)) == [
+        ["bert_tf.data", "bert_tf.data.readers"]]
 
 
-def test_imports_run_downward_only():
-    graph = import_graph()
-    groups = {_group(m) for m in graph} - {None}
-    assert groups <= set().union(*LAYERS), \
-        f"place {groups - set().union(*LAYERS)} in LAYERS"
-    assert layer_violations(graph) == []
+def test_no_cycles_between_packages():
+    packages = {name for name, path in module_paths().items()
+                if path.name == "__init__.py"}
+    assert {"bert_tf.tasks", "bert_tf.tasks.span_qa"} <= packages
+    assert cycles(package_graph(import_graph(), packages)) == []
+
+
+def test_no_task_kind_imports_another():
+    """A kind is one folder: it builds on `tasks/base.py`, `tasks/
+    batching.py` and the shared layers below, never on another kind."""
+    kinds = {name for name, path in module_paths().items()
+             if path.name == "__init__.py" and
+             name.startswith("bert_tf.tasks.")}
+
+    def kind_of(module):
+        return next((k for k in kinds if module == k or
+                     module.startswith(k + ".")), None)
+
+    assert len(kinds) >= 6
+    found = [f"{source} -> {target}"
+             for source, targets in import_graph().items()
+             for target in targets
+             if kind_of(source) and kind_of(target) and
+             kind_of(source) != kind_of(target)]
+    assert found == []

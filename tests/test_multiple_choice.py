@@ -8,18 +8,18 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from bert_tf import cli
-from bert_tf.data.readers import swag
-from bert_tf.models.encoder import BertEncoder
-from bert_tf.models.task_models import BertMultipleChoice
-from bert_tf.serving import export as export_lib
-from bert_tf.tasks.multiple_choice import choice_features, choose
-from bert_tf.text.preprocessor import BertPreprocessor
 from conftest import finetune_toy
 from test_serving import HOSTILE, run_serving_check
 from toy_choices import (ENCODER, VOCAB, toy_choices, toy_choices_config,
                          write_swag_csv, write_toy_choices)
+
+from bert_tf import cli
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.serving import export as export_lib
+from bert_tf.tasks.multiple_choice import data as swag
+from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
+from bert_tf.tasks.multiple_choice.task import choice_features, choose
+from bert_tf.text.preprocessor import BertPreprocessor
 
 
 def test_jsonl_and_swag_csv_readers(tmp_path):

@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import assert_buckets_match_fixed_length, save_pair_classifier
 
 from bert_tf import cli
-from bert_tf.tasks.classification import WARMUP_TEXTS, load_classifier
 from bert_tf.serving import export as export_lib
+from bert_tf.tasks.classification.task import WARMUP_TEXTS, load_classifier
 from bert_tf.text.preprocessor import BertPreprocessor
-from conftest import (assert_buckets_match_fixed_length,
-                      save_pair_classifier)
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = ["the film was good and long", "the film was awful", "", "dull"]

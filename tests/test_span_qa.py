@@ -10,22 +10,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import yaml
-
-from bert_tf import cli
-from bert_tf.data.readers import squad, wnut
-from bert_tf.losses import SharedSpanLoss
-from bert_tf.models.encoder import BertEncoder
-from bert_tf.models.task_models import BertSpanLabeler
-from bert_tf.serving import export as export_lib
-from bert_tf.tasks import load_finetuned
-from bert_tf.tasks.span_decoding import decode_answers
-from bert_tf.tasks.span_qa import SpanQA
-from bert_tf.tasks.squad_metrics import f1_score, squad_v1, squad_v2
-from bert_tf.text.qa_preprocessor import QAPreprocessor
 from conftest import assert_buckets_match_fixed_length, finetune_toy
 from squad_reference import reference_answers
 from test_serving import _compile_serving_check
 from toy_qa import ENCODER, toy_qa_config, write_toy_qa
+
+from bert_tf import cli
+from bert_tf.data import sample_texts as wnut
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.serving import export as export_lib
+from bert_tf.tasks import load_finetuned
+from bert_tf.tasks.span_qa import data as squad
+from bert_tf.tasks.span_qa.decoding import decode_answers
+from bert_tf.tasks.span_qa.features import QAPreprocessor
+from bert_tf.tasks.span_qa.metrics import f1_score, squad_v1, squad_v2
+from bert_tf.tasks.span_qa.model import BertSpanLabeler, SharedSpanLoss
+from bert_tf.tasks.span_qa.task import SpanQA
 
 OUTPUTS = {"answer", "score", "start", "end", "has_answer", "null_score",
            "top_answers", "top_scores", "top_starts", "top_ends", "count"}

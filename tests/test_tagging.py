@@ -8,19 +8,20 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import assert_buckets_match_fixed_length, finetune_toy
 from seqeval.metrics import classification_report, f1_score
+from test_serving import _compile_serving_check
+from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
 
 from bert_tf import cli
-from bert_tf.data.readers import conll, wnut
+from bert_tf.data import sample_texts as wnut
 from bert_tf.models.encoder import BertEncoder
-from bert_tf.models.task_models import BertTokenClassifier
 from bert_tf.serving import export as export_lib
-from bert_tf.tasks.tagging import entity_scores
-from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
-from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
-from test_serving import _compile_serving_check
-from conftest import assert_buckets_match_fixed_length, finetune_toy
-from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
+from bert_tf.tasks.tagging import data as conll
+from bert_tf.tasks.tagging.decoding import decode_entities, entity_spans
+from bert_tf.tasks.tagging.metrics import entity_scores
+from bert_tf.tasks.tagging.model import BertTokenClassifier
+from bert_tf.text.word_windows import TaggingPreprocessor
 
 LABELS = ("O", "B-LOC", "I-LOC", "B-PER", "I-PER")
 

@@ -7,14 +7,15 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from bert_tf.data.readers import (GLUE_TASKS, load_glue, load_local,
-                                load_rt_sentiment, task_dataset)
-from bert_tf.data.readers import metrics
-from bert_tf.models.encoder import BertEncoder
-from bert_tf.models.task_models import BertClassifier
-from bert_tf.text.preprocessor import BertPreprocessor
 from conftest import SPECIAL, TINY, random_inputs
+
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.tasks.classification import metrics
+from bert_tf.tasks.classification.data import (GLUE_TASKS, load_glue,
+                                               load_local, load_rt_sentiment,
+                                               task_dataset)
+from bert_tf.tasks.classification.model import BertClassifier
+from bert_tf.text.preprocessor import BertPreprocessor
 
 # --- metrics against hand-computed values ----------------------------------
 

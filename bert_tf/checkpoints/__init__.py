@@ -13,30 +13,28 @@ layers. One module per format:
 - `convert.py`: `bert-tf convert`, any of the foreign formats into ours.
 """
 
-# === Our checkpoint directories ===
-from bert_tf.checkpoints.native import (MODEL_ROOTS, Pretrained,
-                                        check_vocab_size, has_heads,
-                                        load_pretrained, read_model_variables,
-                                        restore_model, save_pretrained)
-from bert_tf.config_io import CONFIG_FILE, VOCAB_FILE, WEIGHTS_PREFIX
-from bert_tf.models.checkpoint_layout import model_checkpoint
-
 # === Canonical names and foreign formats ===
 from bert_tf.checkpoints.canonical import assign_weights, export_weights
+# === Conversion ===
+from bert_tf.checkpoints.convert import (READERS, SOURCES, checkpoint_files,
+                                         convert, find_vocab, load_encoder)
 from bert_tf.checkpoints.files import checkpoint_prefix
 from bert_tf.checkpoints.garden import read_garden, to_garden_encoder
 from bert_tf.checkpoints.hf import hf_name_to_canonical, read_hf
 from bert_tf.checkpoints.json_config import (encoder_config_from_json,
                                              encoder_config_to_tf1_json)
+# === Our checkpoint directories ===
+from bert_tf.checkpoints.native import (Pretrained, check_vocab_size,
+                                        has_heads, load_pretrained,
+                                        read_model_variables, restore_model,
+                                        save_pretrained)
 from bert_tf.checkpoints.tf1 import read_tf1, save_tf1_checkpoint
 from bert_tf.checkpoints.torch_zip import read_torch_state_dict
-
-# === Conversion ===
-from bert_tf.checkpoints.convert import (READERS, SOURCES, checkpoint_files,
-                                         convert, find_vocab, load_encoder)
+from bert_tf.config_io import CONFIG_FILE, VOCAB_FILE, WEIGHTS_PREFIX
+from bert_tf.models.checkpoint_layout import model_checkpoint
 
 __all__ = [
-    "CONFIG_FILE", "MODEL_ROOTS", "Pretrained", "READERS", "SOURCES",
+    "CONFIG_FILE", "Pretrained", "READERS", "SOURCES",
     "VOCAB_FILE", "WEIGHTS_PREFIX", "assign_weights", "check_vocab_size",
     "checkpoint_files",
     "checkpoint_prefix", "convert", "encoder_config_from_json",

@@ -8,16 +8,13 @@ from bert_tf import config as config_lib
 from bert_tf.checkpoints.files import checkpoint_prefix, read_checkpoint
 from bert_tf.config import EncoderConfig
 from bert_tf.config_io import CONFIG_FILE, VOCAB_FILE, WEIGHTS_PREFIX
-from bert_tf.models.checkpoint_layout import ENCODER_ROOT, model_checkpoint
+from bert_tf.models.checkpoint_layout import (ENCODER_ROOT, STATE_ROOTS,
+                                              model_checkpoint)
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
-from bert_tf.models.task_models import TASK_MODELS
 from bert_tf.storage import GPath
 from bert_tf.text.vocab import read_vocab
 
-# Every root a model variable can sit under, as the model classes name them.
-MODEL_ROOTS = (ENCODER_ROOT, *BertPretrainer.CHECKPOINT_ROOTS,
-               *(model.CHECKPOINT_ROOT for model in TASK_MODELS))
 MASKED_LM_ROOT, NEXT_SENTENCE_ROOT = BertPretrainer.CHECKPOINT_ROOTS
 
 
@@ -37,7 +34,7 @@ def _variable_keys(prefix):
     keys = {}
     stack = [(child.node_id, (child.local_name,))
              for child in graph.nodes[0].children
-             if child.local_name in MODEL_ROOTS]
+             if child.local_name not in STATE_ROOTS]
     while stack:
         node_id, path = stack.pop()
         node = graph.nodes[node_id]

@@ -251,10 +251,9 @@ def _source(spec, stats, cache=None):
             path = samples.fetch("lee", cache) / "lee_background.cor"
             return read_document_per_line(path, stats)
         if rest == "rt_train":
-            from bert_tf.data.readers.sentiment import load_rt_sentiment
-            train = load_rt_sentiment(cache).split("train").batch(100_000)
-            return ([t.decode("utf-8")] for batch in train
-                    for t in batch["text"].numpy())
+            from bert_tf.data.sample_texts import rt_splits
+            texts, _ = rt_splits(cache)["train"]
+            return ([text] for text in texts)
         raise ValueError(f"Unknown sample corpus {spec!r}; use "
                          "sample:wikipedia, sample:lee or sample:rt_train.")
     if kind == "tfds":

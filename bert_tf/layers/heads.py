@@ -157,47 +157,6 @@ class MaskedMeanPool(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class FlattenChoices(keras.layers.Layer):
-    """[batch, choices, seq] -> [batch * choices, seq] (multiple choice:
-    every choice is one encoder row).
-
-    Example:
-    >>> import numpy as np
-    >>> tuple(FlattenChoices()(np.zeros((2, 4, 8), "int32")).shape)
-    (8, 8)
-    """
-
-    def call(self, inputs):
-        return ops.reshape(inputs, (-1, ops.shape(inputs)[-1]))
-
-    def compute_output_spec(self, inputs):
-        batch, choices, length = inputs.shape
-        rows = None if batch is None or choices is None else batch * choices
-        return keras.KerasTensor((rows, length), dtype=inputs.dtype)
-
-
-@keras.saving.register_keras_serializable(package="bert_tf")
-class ChoiceLogits(keras.layers.Layer):
-    """One score per row [batch * choices, 1] -> [batch, choices] logits,
-    shaped like `choices_like` [batch, choices, ...].
-
-    Example:
-    >>> import numpy as np
-    >>> scores = np.arange(6, dtype="float32").reshape(6, 1)
-    >>> ChoiceLogits()(scores, np.zeros((2, 3, 5))).numpy().tolist()
-    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
-    """
-
-    def call(self, scores, choices_like):
-        shape = ops.shape(choices_like)
-        return ops.reshape(scores, (shape[0], shape[1]))
-
-    def compute_output_spec(self, scores, choices_like):
-        return keras.KerasTensor(tuple(choices_like.shape[:2]),
-                                 dtype=scores.dtype)
-
-
-@keras.saving.register_keras_serializable(package="bert_tf")
 class NextSentenceHead(ClassificationHead):
     """Binary IsNext (0) / NotNext (1) classifier on the pooled `[CLS]`.
 
@@ -219,46 +178,3 @@ class NextSentenceHead(ClassificationHead):
         kwargs.pop("dropout", None)
         super().__init__(num_classes=2, dropout=0.0,
                          initializer_range=initializer_range, **kwargs)
-
-
-@keras.saving.register_keras_serializable(package="bert_tf")
-class SpanHead(ConfigLayer):
-    """Start and end logits per token: the paper's vectors S and E.
-
-    One dense layer with two outputs on every final hidden state T_i;
-    `start_logits[i] = S . T_i`, `end_logits[i] = E . T_i` (float32).
-
-    Args:
-        initializer_range: stddev of the truncated-normal kernel initializer.
-
-    Example:
-    >>> import numpy as np
-    >>> out = SpanHead()(np.random.rand(2, 5, 8).astype("float32"))
-    >>> tuple(out["start_logits"].shape), tuple(out["end_logits"].shape)
-    ((2, 5), (2, 5))
-    """
-
-    CONFIG_ARGS = ("initializer_range",)
-
-    def __init__(self, initializer_range=0.02, **kwargs):
-        super().__init__(**kwargs)
-        # === Config ===
-        self.keep_config(locals())
-
-        # === Layers ===
-        self.dense = keras.layers.Dense(
-            2, kernel_initializer=truncated_normal(initializer_range),
-            dtype=self.dtype_policy, name="dense")
-
-    def build(self, input_shape):
-        self.dense.build(input_shape)
-        self.built = True
-
-    def call(self, sequence_output):
-        logits = ops.cast(self.dense(sequence_output), "float32")
-        return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
-
-    def compute_output_spec(self, sequence_output):
-        shape = tuple(sequence_output.shape[:-1])
-        return {name: keras.KerasTensor(shape, dtype="float32")
-                for name in ("start_logits", "end_logits")}

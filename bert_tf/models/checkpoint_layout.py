@@ -13,6 +13,11 @@ roots) holds the same model paths as a best-weights checkpoint.
 import tensorflow as tf
 
 ENCODER_ROOT = "encoder"
+# The roots a trainer checkpoint adds beside the model's (see
+# `training/trainer.py`), and `tf.train.Checkpoint`'s own counter: every
+# other root holds model variables, whichever head a task kind names.
+STATE_ROOTS = ("optimizer", "global_step", "dropout_seeds", "train_iterator",
+               "save_counter")
 
 
 def checkpoint_roots(encoder, **heads):

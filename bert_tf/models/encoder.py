@@ -47,7 +47,7 @@ class BertEncoder(keras.Model):
     (dense + tanh on `[CLS]`), `encoder_outputs`, one [batch, seq, H]
     tensor per layer (as TF Hub BERT encoders), and `embedding_output`, the
     [batch, seq, H] input of the first layer (the feature-based approach
-    reads it too; `bert_tf.tasks.features.hidden_states`).
+    reads it too; `bert_tf.tasks.embeddings.extract.hidden_states`).
 
     Args:
         vocab_size, hidden_size, num_layers, num_heads, intermediate_size,

@@ -179,6 +179,28 @@ def _directory_bytes(path):
     return sum(p.stat().st_size for p in GPath(path).rglob("*") if p.is_file())
 
 
+def export(kind, checkpoint, out, log=print, overwrite=False,
+           fixed_length=False, **options):
+    """Writes the SavedModel of any export kind: the one path every kind
+    takes. The kind (`bert_tf.tasks.get_kind`) builds what to save from
+    `checkpoint` and its `options`; this writes, audits and reports it.
+
+    Args:
+        kind: a task kind (`checkpoint` is a fine-tuning run of it) or an
+            export-only kind (`embeddings`, `fill_mask`: a pre-trained
+            checkpoint).
+        checkpoint, out, log, overwrite, fixed_length: as in `export_model`.
+        options: the kind's own export options (see its `build_export`).
+
+    Returns:
+        As `export_model`.
+    """
+    out = _check_out(out, overwrite)
+    spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
+        checkpoint, fixed_length=fixed_length, **options)
+    return _write_export(out, spec, vocab, model, log, make_module)
+
+
 def export_model(checkpoint, out, log=print, overwrite=False,
                  fixed_length=False):
     """Writes the SavedModel of a fine-tuned model of any task kind.
@@ -201,108 +223,23 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     >>> report["kind"], exported_kind(report["path"])
     ('classification', 'classification')
     """
-    out = _check_out(out, overwrite)
-    task, model, vocab, _ = tasks.load_finetuned(checkpoint)
-    return _write_export(
-        out, task.spec, vocab, model, log,
-        lambda vocab_path: task.serving_module(model, vocab, vocab_path,
-                                               fixed_length))
+    _, spec = tasks.read_spec(checkpoint)
+    return export(spec["kind"], checkpoint, out, log, overwrite,
+                  fixed_length)
 
 
 def export_encoder(checkpoint, out, log=print, overwrite=False,
-                   fixed_length=False, sequence_length=256, normalize=True,
-                   word_seq_length=128, doc_stride=64):
-    """Writes the `embeddings` SavedModel of a pre-trained encoder: raw
-    text in, sentence embeddings out (`serving_default`), and per-word
-    hidden states of every layer (`word_features`); see
-    `bert_tf.tasks.features.EmbeddingModule`.
-
-    Args:
-        checkpoint: `hf:PATH`, `tf1:PATH`, `garden:PATH` or a bert_tf
-            checkpoint directory (`bert_tf.checkpoints.load_encoder`).
-        out, log, overwrite, fixed_length: as in `export_model`.
-        sequence_length: embeddings truncate texts to this many pieces.
-        normalize: L2-normalise the embeddings.
-        word_seq_length, doc_stride: the windows of `word_features`.
-    """
-    from bert_tf.tasks.features import EmbeddingModule
-
-    out = _check_out(out, overwrite)
-    pretrained = checkpoints.load_encoder(checkpoint)
-    encoder = pretrained.encoder
-    _check_lengths(encoder.config, sequence_length=sequence_length,
-                   word_seq_length=word_seq_length)
-    if not 1 <= doc_stride <= word_seq_length - 2:
-        raise ValueError(f"doc_stride = {doc_stride}: must be in [1, "
-                         f"word_seq_length - 2 = {word_seq_length - 2}].")
-    spec = {"kind": "embeddings", "task": str(checkpoint),
-            "seq_length": sequence_length, "pooling": "mean",
-            "normalize": bool(normalize), "word_seq_length": word_seq_length,
-            "doc_stride": doc_stride,
-            "num_layers": encoder.config.num_layers,
-            "hidden_size": encoder.config.hidden_size}
-    return _write_export(
-        out, spec, pretrained.vocab, encoder, log,
-        lambda vocab_path: EmbeddingModule(encoder, pretrained.vocab,
-                                           vocab_path, spec, fixed_length))
+                   fixed_length=False, **options):
+    """`export("embeddings", ...)`: see `bert_tf.tasks.embeddings`."""
+    return export("embeddings", checkpoint, out, log, overwrite,
+                  fixed_length, **options)
 
 
 def export_fill_mask(checkpoint, out, log=print, overwrite=False,
-                     fixed_length=False, sequence_length=128,
-                     marker="[MASK]", top_k=5, max_masks=8):
-    """Writes the `fill_mask` SavedModel of a pre-trained model with its
-    masked-LM head: raw text with `marker`s in, the `top_k` tokens of up
-    to `max_masks` masks out (`bert_tf.tasks.fill_mask.FillMaskModule`).
-
-    Args:
-        checkpoint: a bert_tf checkpoint directory holding the masked-LM
-            head (`bert-tf convert` output of a model that has one, or a
-            pre-training run's model_dir).
-        out, log, overwrite, fixed_length: as in `export_model`.
-        sequence_length: texts are cut to this many pieces.
-        marker: the string that marks a mask in the text.
-        top_k, max_masks: tokens per mask, masks per text.
-    """
-    from bert_tf.models.pretrainer import BertPretrainer
-    from bert_tf.tasks.fill_mask import FillMaskModule
-
-    out = _check_out(out, overwrite)
-    if not marker or not marker.strip():
-        raise ValueError(f"marker = {marker!r}: must be a non-blank string.")
-    if str(checkpoint).partition(":")[0] in checkpoints.SOURCES:
-        raise ValueError(f"{checkpoint}: convert it first (`bert-tf convert`"
-                         " keeps the masked-LM head), then export the "
-                         "converted directory.")
-    pretrained = checkpoints.load_encoder(checkpoint)
-    _, _, prefix = checkpoints.checkpoint_files(pretrained.directory)
-    if not checkpoints.has_heads(prefix)[0]:
-        raise ValueError(f"{checkpoint} has no masked-LM head (only an "
-                         "encoder), so it cannot fill masks.")
-    pretrainer = BertPretrainer(pretrained.encoder, nsp=False)
-    checkpoints.restore_model(prefix, pretrained.encoder,
-                              pretrainer.masked_lm)
-    vocab_size = pretrained.config.vocab_size
-    if not 1 <= top_k <= vocab_size or max_masks < 1:
-        raise ValueError(f"top_k = {top_k} must be in [1, {vocab_size}] "
-                         f"and max_masks = {max_masks} >= 1.")
-    _check_lengths(pretrained.config, sequence_length=sequence_length)
-    spec = {"kind": "fill_mask", "task": str(checkpoint),
-            "seq_length": sequence_length, "marker": marker,
-            "top_k": top_k, "max_masks": max_masks}
-    return _write_export(
-        out, spec, pretrained.vocab, pretrainer, log,
-        lambda vocab_path: FillMaskModule(pretrainer, pretrained.vocab,
-                                          vocab_path, spec, fixed_length))
-
-
-def _check_lengths(encoder_config, **lengths):
-    """Raises a ValueError naming the first length outside [3, the
-    encoder's max_position_embeddings]."""
-    limit = encoder_config.max_position_embeddings
-    for name, length in lengths.items():
-        if not 3 <= length <= limit:
-            raise ValueError(f"{name} = {length}: must be in [3, {limit}] "
-                             "(the encoder's max_position_embeddings).")
+                     fixed_length=False, **options):
+    """`export("fill_mask", ...)`: see `bert_tf.tasks.fill_mask`."""
+    return export("fill_mask", checkpoint, out, log, overwrite,
+                  fixed_length, **options)
 
 
 def _check_out(out, overwrite):
@@ -351,7 +288,7 @@ def _write_export(out, spec, vocab, model, log, make_module):
                      if k in spec)
     log(f"wrote SavedModel {out} ({size / 1e6:.1f} MB; "
         f"{model.count_params():,} parameters; {spec['kind']} "
-        f"{'of' if spec['kind'] in tasks.EXPORT_KINDS else 'task'} "
+        f"{'task' if issubclass(tasks.get_kind(spec['kind']), tasks.Task) else 'of'} "
         f"{spec['task']}{', ' + what if what else ''}, seq_length "
         f"{spec['seq_length']})")
     log("signatures:")

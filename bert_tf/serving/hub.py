@@ -30,7 +30,8 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.models.encoder import INPUT_NAMES
-from bert_tf.serving.export import _check_lengths, audit_ops
+from bert_tf.serving.export import audit_ops
+from bert_tf.tasks.base import check_lengths
 from bert_tf.storage import GPath
 from bert_tf.text.packer import pack_segments
 from bert_tf.text.tokenizer import BertTokenizer
@@ -201,7 +202,7 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
         raise ValueError(f"{out} already exists; choose a new directory or "
                          "pass --overwrite.")
     pretrained = checkpoints.load_encoder(checkpoint)
-    _check_lengths(pretrained.config, seq_length=seq_length)
+    check_lengths(pretrained.config, seq_length=seq_length)
     staging = out.with_name(out.name + ".partial")
     staging.rmtree(ignore_errors=True)
     staging.mkdir(parents=True)

@@ -1,53 +1,40 @@
-"""Task kinds: one module each, found by the `task.kind` config value.
+"""Task kinds: one folder each (`bert_tf/tasks/<kind>/`), found by name in
+one registry (`bert_tf.tasks.base.register`).
 
 Fine-tuning, export, `bert-tf finetune / export / predict` and the demo ask
-these modules and never name a task. Adding a task kind is one module (a
-`bert_tf.tasks.base.Task` subclass), one entry in `KINDS`, a config and
+the registry and never name a task. Adding a task kind is one folder (its
+config, data, features, model, decoding, metrics, task and serving
+modules, its `Task` subclass decorated with `@register`), its configs and
 its tests.
 
 Example:
 >>> get_task_class("span_qa").__name__
 'SpanQA'
+>>> "tagging" in fine_tuned_kinds()
+True
 """
 
-import importlib
-
-from bert_tf.tasks.base import read_spec, restore_finetuned
-
-KINDS = {
-    "classification": "bert_tf.tasks.classification:Classification",
-    "span_qa": "bert_tf.tasks.span_qa:SpanQA",
-    "tagging": "bert_tf.tasks.tagging:Tagging",
-    "multiple_choice": "bert_tf.tasks.multiple_choice:MultipleChoice",
-}
-
-
-# Kinds that are exported from a pre-trained encoder, not fine-tuned.
-EXPORT_KINDS = {
-    "embeddings": "bert_tf.tasks.features:Embeddings",
-    "fill_mask": "bert_tf.tasks.fill_mask:FillMask",
-}
-
-
-def _load(path):
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+from bert_tf.tasks.base import (Task, available_kinds, fine_tuned_kinds,
+                                get_kind, read_spec, restore_finetuned)
 
 
 def get_export_class(kind):
     """The class that prints `bert-tf predict` results for an export of
-    `kind` (a task kind or one of `EXPORT_KINDS`)."""
-    if kind in EXPORT_KINDS:
-        return _load(EXPORT_KINDS[kind])
-    return get_task_class(kind)
+    `kind` (a task kind or an export-only kind)."""
+    return get_kind(kind)
 
 
 def get_task_class(kind):
-    """The `Task` subclass of a task kind."""
-    if kind not in KINDS:
+    """The `Task` subclass of a fine-tuned task kind."""
+    if kind not in available_kinds():
         raise ValueError(f"task.kind = {kind!r}: use one of "
-                         f"{', '.join(KINDS)}.")
-    return _load(KINDS[kind])
+                         f"{', '.join(fine_tuned_kinds())}.")
+    cls = get_kind(kind)
+    if not issubclass(cls, Task):
+        raise ValueError(f"task.kind = {kind!r} is exported from a "
+                         f"pre-trained encoder, not fine-tuned: use one of "
+                         f"{', '.join(fine_tuned_kinds())}.")
+    return cls
 
 
 def load_finetuned(directory, dtype=None):
@@ -64,5 +51,5 @@ def load_finetuned(directory, dtype=None):
     return task, model, vocab, best
 
 
-__all__ = ["EXPORT_KINDS", "KINDS", "get_export_class", "get_task_class",
-           "load_finetuned"]
+__all__ = ["available_kinds", "fine_tuned_kinds", "get_export_class",
+           "get_kind", "get_task_class", "load_finetuned"]

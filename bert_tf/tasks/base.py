@@ -1,7 +1,12 @@
 """The task protocol: what fine-tuning, export, the CLI and the demo ask of
-a task kind, and what they share.
+a task kind, what they share, and the one registry of kinds.
 
-A task kind is one subclass of `Task` in its own module. It answers: how
+A task kind is one folder, `bert_tf/tasks/<kind>/`, whose `__init__`
+imports its `Task` subclass, registered with `@register`; an export-only
+kind (a pre-trained encoder's `embeddings`, `fill_mask`) registers its
+`ExportKind` the same way. The registry finds a kind by importing the
+folder of that name, so adding a kind touches nothing outside its folder.
+A `Task` subclass It answers: how
 to read its data (`load_data`), how examples become model features in
 `tf.data` (`train_dataset`, with the same Keras layers as the exported
 graph), which model to build (`build_model`) and compile (`compile`), how
@@ -12,11 +17,15 @@ its spec (`task.yaml` beside the best weights).
 """
 
 import dataclasses
+import importlib
+import os
+import pkgutil
 
 import tensorflow as tf
 import yaml
 
-from bert_tf import checkpoints, config as config_lib
+from bert_tf import checkpoints
+from bert_tf import config as config_lib
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
 from bert_tf.text.features import bucket_lengths
@@ -26,7 +35,63 @@ SPEC_FILE = "task.yaml"
 LEGACY_SPEC_FILES = {"classifier.yaml": "classification"}
 
 
-class Task:
+_REGISTRY = {}
+
+
+def register(cls):
+    """Class decorator: registers a `Task` or `ExportKind` subclass under
+    its `kind` (the name of its folder)."""
+    if not cls.kind:
+        raise ValueError(f"{cls.__name__} has no `kind` to register under.")
+    _REGISTRY[cls.kind] = cls
+    return cls
+
+
+def available_kinds():
+    """The names of the kind folders under `bert_tf/tasks/`, sorted.
+
+    Example:
+    >>> available_kinds()[:2]
+    ['classification', 'embeddings']
+    """
+    folder = os.path.dirname(os.path.abspath(__file__))
+    return sorted(info.name for info in pkgutil.iter_modules([folder])
+                  if info.ispkg)
+
+
+def get_kind(kind):
+    """The registered class of `kind` (its folder is imported on first use).
+
+    Example:
+    >>> get_kind("span_qa").__name__
+    'SpanQA'
+    """
+    if kind not in _REGISTRY and kind in available_kinds():
+        importlib.import_module(f"bert_tf.tasks.{kind}")
+    if kind not in _REGISTRY:
+        raise ValueError(f"kind {kind!r}: use one of "
+                         f"{', '.join(available_kinds())}.")
+    return _REGISTRY[kind]
+
+
+def fine_tuned_kinds():
+    """The kinds that `bert-tf finetune` trains (`Task` subclasses)."""
+    return [k for k in available_kinds() if issubclass(get_kind(k), Task)]
+
+
+class ExportKind:
+    """An export-only kind: built from a pre-trained checkpoint, not a
+    fine-tuning run. Subclasses set `kind` and implement `print_predictions`
+    (what `bert-tf predict` prints for an export of this kind)."""
+
+    kind = ""
+
+    @classmethod
+    def print_predictions(cls, loaded, args, log=print):
+        raise NotImplementedError
+
+
+class Task(ExportKind):
     """One task kind (see the module docstring). Instances hold a spec.
 
     Class attributes:
@@ -101,6 +166,20 @@ class Task:
         return {}
 
     # --- serving --------------------------------------------------------------
+
+    @classmethod
+    def build_export(cls, checkpoint, fixed_length=False):
+        """(spec, vocab, model, make_module) of the export of a fine-tuning
+        run of this kind (`bert_tf.serving.export.export` writes it)."""
+        best, spec = read_spec(checkpoint)
+        if spec["kind"] != cls.kind:
+            raise ValueError(f"{checkpoint} is a {spec['kind']} run, not "
+                             f"{cls.kind}.")
+        task = cls(spec)
+        model, vocab = restore_finetuned(task, best)
+        return task.spec, vocab, model, (
+            lambda vocab_path: task.serving_module(model, vocab, vocab_path,
+                                                   fixed_length))
 
     def serving_module(self, model, vocab, vocab_path, fixed_length=False):
         """A `tf.Module` with `signatures()` and `warmup_requests()`; its
@@ -257,3 +336,13 @@ def restore_finetuned(task, directory, dtype=None):
     checkpoints.restore_model(GPath(directory) / checkpoints.WEIGHTS_PREFIX,
                               model.encoder, **model.checkpoint_heads())
     return model, vocab
+
+
+def check_lengths(encoder_config, **lengths):
+    """Raises a ValueError naming the first length outside [3, the
+    encoder's max_position_embeddings]."""
+    limit = encoder_config.max_position_embeddings
+    for name, length in lengths.items():
+        if not 3 <= length <= limit:
+            raise ValueError(f"{name} = {length}: must be in [3, {limit}] "
+                             "(the encoder's max_position_embeddings).")

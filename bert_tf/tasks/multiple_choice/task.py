@@ -22,9 +22,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.readers.swag import load_choices
-from bert_tf.models.task_models import BertMultipleChoice
-from bert_tf.tasks.base import Task, TaskModule, common_spec, string_batch
+from bert_tf.tasks.base import (Task, TaskModule, common_spec, register,
+                                string_batch)
+from bert_tf.tasks.multiple_choice.data import load_choices
+from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
 from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.preprocessor import BertPreprocessor
 
@@ -66,6 +67,7 @@ def choose(logits, choices, count=None):
     return {"probabilities": probabilities, "choice": choice, "text": text}
 
 
+@register
 class MultipleChoice(Task):
     """The multiple-choice task kind (see the module docstring)."""
 

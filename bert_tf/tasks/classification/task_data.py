@@ -6,16 +6,8 @@ import typing
 
 import tensorflow as tf
 
-from bert_tf.data.batching import bucket_by_length
-from bert_tf.data.readers.metrics import METRICS
-
-
-def split_of(data, name):
-    """`data.splits[name]`, or an error naming the splits there are."""
-    if name not in data.splits:
-        raise ValueError(f"Task {data.name} has no split {name!r}; it has "
-                         f"{', '.join(data.splits)}.")
-    return data.splits[name]
+from bert_tf.tasks.batching import bucket_by_length, split_of
+from bert_tf.tasks.classification.metrics import METRICS
 
 
 @dataclasses.dataclass
@@ -26,7 +18,7 @@ class TaskData:
         name: e.g. `glue/mrpc`, `sample:rt_sentiment`.
         labels: class names in id order; empty for regression.
         pair: examples have `text_b`.
-        metrics: metric names (`bert_tf.data.readers.metrics`); the first is
+        metrics: metric names (`bert_tf.tasks.classification.metrics`); the first is
             the one that picks the best checkpoint.
         splits: {split: tf.data.Dataset of {"text", ["text_b"], "label"}};
             labels are int64 class ids (-1: unlabeled test data) or float32
@@ -97,7 +89,7 @@ def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
             or TPUs, which want one shape.
 
     Example:
-    >>> from bert_tf.data.readers.local import load_local
+    >>> from bert_tf.tasks.classification.local_files import load_local
     >>> from bert_tf.text.preprocessor import BertPreprocessor
     >>> files = example_files.toy_task()
     >>> task = load_local(files / "train.tsv", text="sentence")

@@ -3,7 +3,7 @@
 Features: `TaggingPreprocessor` (whitespace words, word pieces, each word's
 label on its first piece, overlapping windows), in `tf.data` and in the
 exported graph. Model: `BertTokenClassifier`. Post-processing:
-`tagging_decoding.decode_entities` (first-piece tags, BIO -> entities as
+`decoding.decode_entities` (first-piece tags, BIO -> entities as
 seqeval's default mode), called by evaluation and by the signature.
 Official metric: entity-level micro F1 (also precision, recall and F1 per
 type), equal to seqeval's default mode.
@@ -22,15 +22,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import window_batches
-from bert_tf.data.readers import wnut
-from bert_tf.data.readers.conll import load_tagging
+from bert_tf.data import sample_texts
 from bert_tf.models.encoder import INPUT_NAMES
-from bert_tf.models.task_models import BertTokenClassifier
-from bert_tf.tasks.base import (Task, TaskModule, common_spec,
+from bert_tf.tasks.base import (Task, TaskModule, common_spec, register,
                                 served_text_batches, string_batch)
-from bert_tf.tasks.tagging_decoding import decode_entities, entity_spans
-from bert_tf.text.tagging_preprocessor import TaggingPreprocessor
+from bert_tf.tasks.batching import window_batches
+from bert_tf.tasks.tagging.data import load_tagging
+from bert_tf.tasks.tagging.decoding import decode_entities, entity_spans
+from bert_tf.tasks.tagging.metrics import entity_scores
+from bert_tf.tasks.tagging.model import BertTokenClassifier
+from bert_tf.text.word_windows import TaggingPreprocessor
 
 OUTPUTS = ("type", "text", "start", "end", "score", "count")
 WARMUP = ("Barack Obama visited Paris on Monday .", "",
@@ -38,38 +39,7 @@ WARMUP = ("Barack Obama visited Paris on Monday .", "",
 _TAGGERS = weakref.WeakKeyDictionary()
 
 
-def entity_scores(gold, predicted, types=None):
-    """Entity-level precision, recall and F1 (micro, and `f1_<type>`) from
-    sets of (sentence, type, first word, last word), in [0, 1].
-
-    Args:
-        gold, predicted: sets of entity tuples.
-        types: names of the type ids in the tuples (None: the tuples hold
-            type names).
-
-    Example:
-    >>> entity_scores({(0, "PER", 0, 1), (0, "LOC", 3, 3)},
-    ...               {(0, "PER", 0, 1), (0, "PER", 3, 3)})["f1"]
-    0.5
-    """
-    def prf(g, p):
-        hit = len(g & p)
-        precision = hit / len(p) if p else 0.0
-        recall = hit / len(g) if g else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
-        return precision, recall, f1
-
-    precision, recall, f1 = prf(gold, predicted)
-    result = {"f1": f1, "precision": precision, "recall": recall}
-    keys = range(len(types)) if types is not None else sorted(
-        {e[1] for e in gold | predicted})
-    for key in keys:
-        name = types[key] if types is not None else key
-        result[f"f1_{name}"] = prf({e for e in gold if e[1] == key},
-                                   {e for e in predicted if e[1] == key})[2]
-    return result
-
-
+@register
 class Tagging(Task):
     """The token tagging task kind (see the module docstring)."""
 
@@ -92,7 +62,7 @@ class Tagging(Task):
 
     def describe(self, data):
         train = data.split("train")
-        entities = sum(len(wnut.entity_spans(tags)) for _, tags in train)
+        entities = sum(len(sample_texts.entity_spans(tags)) for _, tags in train)
         return (f"{len(train):,} training sentences, {entities:,} entities "
                 f"of {len(data.types)} types ({', '.join(data.types)})")
 

@@ -14,8 +14,8 @@ import json
 
 import numpy as np
 
-from bert_tf.data.readers.base import split_of
 from bert_tf.storage import GPath
+from bert_tf.tasks.batching import split_of
 
 FORMATS = ("swag", "jsonl")
 

@@ -143,3 +143,11 @@ def grouped_window_batches(examples, size, to_groups, batch_size,
         return x, y
 
     return dataset.map(windows).prefetch(tf.data.AUTOTUNE)
+
+
+def split_of(data, name):
+    """`data.splits[name]`, or an error naming the splits there are."""
+    if name not in data.splits:
+        raise ValueError(f"Task {data.name} has no split {name!r}; it has "
+                         f"{', '.join(data.splits)}.")
+    return data.splits[name]

@@ -17,12 +17,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.readers import load_task, task_dataset
-from bert_tf.data.readers.metrics import compute
-from bert_tf.models.task_models import BertClassifier
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
-                                common_spec, read_spec, restore_finetuned,
-                                same_batch, string_batch)
+                                common_spec, read_spec, register,
+                                restore_finetuned, same_batch, string_batch)
+from bert_tf.tasks.classification.data import load_task, task_dataset
+from bert_tf.tasks.classification.metrics import compute
+from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.preprocessor import BertPreprocessor
 
@@ -71,6 +71,7 @@ def evaluate_task(model, data, dataset):
     return results
 
 
+@register
 class Classification(Task):
     """The classification task kind (see the module docstring)."""
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.readers.base import TaskData
 from bert_tf.storage import GPath
+from bert_tf.tasks.classification.task_data import TaskData
 
 FORMATS = ("tsv", "csv", "jsonl")
 

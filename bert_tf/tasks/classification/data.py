@@ -1,14 +1,14 @@
-"""Task data for fine-tuning: GLUE via TFDS, local files, real samples.
+"""The classification readers: GLUE via TFDS, local TSV/CSV/JSONL files and
+the real RT sentiment sample, each a `TaskData` whose splits are `tf.data`
+datasets of `{"text", "text_b" (pair tasks), "label"}` examples."""
 
-Every reader returns a `TaskData` whose splits are `tf.data` datasets of
-`{"text", "text_b" (pair tasks), "label"}` examples; `task_dataset` turns a
-split into batches of encoder inputs with the shared `BertPreprocessor`.
-"""
+from bert_tf.tasks.classification.glue import GLUE_TASKS, load_glue
+from bert_tf.tasks.classification.local_files import load_local
+from bert_tf.tasks.classification.sentiment import load_rt_sentiment
+from bert_tf.tasks.classification.task_data import TaskData, task_dataset
 
-from bert_tf.data.readers.base import TaskData, task_dataset
-from bert_tf.data.readers.glue import GLUE_TASKS, load_glue
-from bert_tf.data.readers.local import load_local
-from bert_tf.data.readers.sentiment import load_rt_sentiment
+__all__ = ["GLUE_TASKS", "TaskData", "load_glue", "load_local",
+           "load_rt_sentiment", "load_task", "task_dataset"]
 
 
 def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
@@ -31,7 +31,3 @@ def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
     raise ValueError(f"Unknown task {spec!r}: use glue/NAME (one of "
                      f"{', '.join(GLUE_TASKS)}), sample:rt_sentiment or "
                      "local (with train/validation files).")
-
-
-__all__ = ["TaskData", "load_task", "task_dataset", "GLUE_TASKS",
-           "load_glue", "load_local", "load_rt_sentiment"]

@@ -16,8 +16,10 @@ probabilities, padded to `max_masks`, with counts:
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.tasks.base import (TaskModule, served_text_batches,
-                                string_batch)
+from bert_tf import checkpoints
+from bert_tf.models.pretrainer import BertPretrainer
+from bert_tf.tasks.base import (ExportKind, TaskModule, check_lengths,
+                                register, served_text_batches, string_batch)
 from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
 from bert_tf.text.tokenizer import BertTokenizer
 
@@ -120,8 +122,57 @@ class FillMaskModule(TaskModule):
         return {"text": [text] * batch_size}
 
 
-class FillMask:
+@register
+class FillMask(ExportKind):
     """The `fill_mask` export kind, as `bert-tf predict` sees it."""
+
+    kind = "fill_mask"
+
+    @classmethod
+    def build_export(cls, checkpoint, fixed_length=False,
+                     sequence_length=128, marker="[MASK]", top_k=5,
+                     max_masks=8):
+        """(spec, vocab, pretrainer, make_module) of the `fill_mask` export
+        of a pre-trained model with its masked-LM head: raw text with
+        `marker`s in, the `top_k` tokens of up to `max_masks` masks out
+        (`FillMaskModule`).
+
+        Args:
+            checkpoint: a bert_tf checkpoint directory holding the
+                masked-LM head (`bert-tf convert` output of a model that has
+                one, or a pre-training run's model_dir).
+            fixed_length: run every request at the full length.
+            sequence_length: texts are cut to this many pieces.
+            marker: the string that marks a mask in the text.
+            top_k, max_masks: tokens per mask, masks per text.
+        """
+        if not marker or not marker.strip():
+            raise ValueError(f"marker = {marker!r}: must be a non-blank "
+                             "string.")
+        if str(checkpoint).partition(":")[0] in checkpoints.SOURCES:
+            raise ValueError(f"{checkpoint}: convert it first (`bert-tf "
+                             "convert` keeps the masked-LM head), then "
+                             "export the converted directory.")
+        pretrained = checkpoints.load_encoder(checkpoint)
+        _, _, prefix = checkpoints.checkpoint_files(pretrained.directory)
+        if not checkpoints.has_heads(prefix)[0]:
+            raise ValueError(f"{checkpoint} has no masked-LM head (only an "
+                             "encoder), so it cannot fill masks.")
+        pretrainer = BertPretrainer(pretrained.encoder, nsp=False)
+        checkpoints.restore_model(prefix, pretrained.encoder,
+                                  pretrainer.masked_lm)
+        vocab_size = pretrained.config.vocab_size
+        if not 1 <= top_k <= vocab_size or max_masks < 1:
+            raise ValueError(f"top_k = {top_k} must be in [1, {vocab_size}] "
+                             f"and max_masks = {max_masks} >= 1.")
+        check_lengths(pretrained.config, sequence_length=sequence_length)
+        spec = {"kind": cls.kind, "task": str(checkpoint),
+                "seq_length": sequence_length, "marker": marker,
+                "top_k": top_k, "max_masks": max_masks}
+        return spec, pretrained.vocab, pretrainer, (
+            lambda vocab_path: FillMaskModule(
+                pretrainer, pretrained.vocab, vocab_path, spec,
+                fixed_length))
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):

@@ -24,18 +24,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.batching import grouped_window_batches, window_batches
-from bert_tf.data.readers.squad import load_qa, qa_dataset
-from bert_tf.losses import SharedSpanLoss
 from bert_tf.models.encoder import INPUT_NAMES
-from bert_tf.models.task_models import BertSpanLabeler
 from bert_tf.storage import GPath
-from bert_tf.tasks.base import (Task, TaskModule, common_spec, same_batch,
-                                string_batch)
-from bert_tf.tasks.span_decoding import decode_answers
-from bert_tf.tasks.squad_metrics import squad_v1, squad_v2
+from bert_tf.tasks.base import (Task, TaskModule, common_spec, register,
+                                same_batch, string_batch)
+from bert_tf.tasks.batching import grouped_window_batches, window_batches
+from bert_tf.tasks.span_qa.data import load_qa, qa_dataset
+from bert_tf.tasks.span_qa.decoding import decode_answers
+from bert_tf.tasks.span_qa.features import QAPreprocessor
+from bert_tf.tasks.span_qa.metrics import squad_v1, squad_v2
+from bert_tf.tasks.span_qa.model import BertSpanLabeler, SharedSpanLoss
 from bert_tf.text.features import cut_to_bucket
-from bert_tf.text.qa_preprocessor import QAPreprocessor
 
 WARMUP = (("Who wrote it?", "It was written by Ann Lee in 1999."),
           ("", ""),
@@ -43,6 +42,7 @@ WARMUP = (("Who wrote it?", "It was written by Ann Lee in 1999."),
 _ANSWERERS = weakref.WeakKeyDictionary()
 
 
+@register
 class SpanQA(Task):
     """The span QA task kind (see the module docstring)."""
 

@@ -1,0 +1,81 @@
+"""The base of every task model: an encoder plus a small head, a
+functional Keras model on the encoder inputs that compiles and fits with
+standard Keras losses. Each kind's model lives in its folder
+(`bert_tf/tasks/<kind>/model.py`).
+
+Every task model has `encoder`, `head`, a `CHECKPOINT_ROOT` (its head's
+root in checkpoints, see `models/checkpoint_layout.py`) and
+`checkpoint_heads()`, so the trainer, checkpoints and the exporter handle
+them alike.
+"""
+
+import keras
+
+from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool
+from bert_tf.models.checkpoint_layout import CheckpointLayout
+from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
+                                    from_config_with_encoder, select_inputs)
+
+
+class TaskModel(CheckpointLayout, keras.Model):
+    """What every task model shares: it takes the encoder inputs by name
+    (other entries of a feature dict are dropped), keeps its head under
+    `CHECKPOINT_ROOT` and serializes with its encoder and `CONFIG_ARGS`."""
+
+    CHECKPOINT_ROOT = None
+    CONFIG_ARGS = ()
+
+    def _build(self, encoder, head, encoder_output, **kwargs):
+        """Keeps `encoder` and `head`, then builds the functional model:
+        `head` on the encoder's `encoder_output` for the encoder inputs
+        (`mean_pooled`: the mean of `sequence_output` over real tokens)."""
+        # === Layers ===
+        self.encoder = encoder
+        self.head = head
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        outputs = encoder(inputs)
+        if encoder_output == "mean_pooled":
+            features = MaskedMeanPool(dtype=encoder.dtype_policy)(
+                outputs["sequence_output"], inputs["input_mask"])
+        else:
+            features = outputs[encoder_output]
+        super().__init__(inputs=inputs, outputs=head(features), **kwargs)
+
+    def _build_dense(self, encoder, count_arg, count, dropout,
+                     encoder_output, **kwargs):
+        """`_build` with dropout + a dense layer of `count` outputs (the
+        constructor argument `count_arg`) as the head."""
+        if count < 1:
+            raise ValueError(f"{count_arg} = {count}: must be >= 1.")
+        head = ClassificationHead(count, dropout, **self._head_args(encoder))
+        self._build(encoder, head, encoder_output, **kwargs)
+        # === Config ===
+        setattr(self, count_arg, count)
+        self.dropout = dropout
+
+    def _head_args(self, encoder):
+        """What every head takes from the encoder, and its name."""
+        return {"initializer_range": encoder.config.initializer_range,
+                "dtype": encoder.dtype_policy, "name": self.CHECKPOINT_ROOT}
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        return super().call(select_inputs(inputs, INPUT_NAMES),
+                            training=training, mask=mask, **kwargs)
+
+    def checkpoint_heads(self):
+        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
+        return {self.CHECKPOINT_ROOT: self.head}
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **{arg: getattr(self, arg) for arg in self.CONFIG_ARGS},
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return from_config_with_encoder(cls, config)

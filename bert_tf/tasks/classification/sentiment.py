@@ -1,0 +1,32 @@
+"""The real sentiment sample as a classification task: Rotten Tomatoes
+movie-review sentences (see `bert_tf.data.sample_texts`)."""
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.data.sample_texts import rt_splits
+from bert_tf.tasks.classification.task_data import TaskData
+
+LABELS = ("negative", "positive")
+
+
+def load_rt_sentiment(cache=None, seed=0):
+    """The RT sentiment sample as a binary `TaskData` (8,454 / 1,057 / 1,057
+    sentences with seed 0).
+
+    Args:
+        cache: sample cache directory.
+        seed: the split's shuffle seed (0 is the documented split).
+
+    Example:
+    >>> task = load_rt_sentiment()
+    >>> task.sizes
+    {'train': 8454, 'validation': 1057, 'test': 1057}
+    """
+    splits, sizes = {}, {}
+    for split, (texts, labels) in rt_splits(cache, seed).items():
+        splits[split] = tf.data.Dataset.from_tensor_slices({
+            "text": np.array(texts, dtype=object), "label": labels})
+        sizes[split] = len(texts)
+    return TaskData("sample:rt_sentiment", LABELS, False, ("accuracy", "f1"),
+                    splits, sizes)
