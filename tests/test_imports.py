@@ -127,3 +127,53 @@ def test_no_task_kind_imports_another():
              if kind_of(source) and kind_of(target) and
              kind_of(source) != kind_of(target)]
     assert found == []
+
+
+# ARCHITECTURE.md's layers, bottom up; a module imports only from its own
+# layer or below. `finetune` and `pretrain` run tasks and checkpoints, the
+# CLI and the demo run everything.
+LAYERS = [
+    {"config", "config_io", "presets", "text", "layers", "training",
+     "losses", "storage"},
+    {"models", "data"},
+    {"tasks", "checkpoints", "serving"},
+    {"finetune", "pretrain"},
+    {"cli", "demo"},
+]
+# Within a layer, these know nothing of each other.
+APART = {("data", "models"), ("models", "data")}
+
+
+def _group(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None  # None: the package root
+
+
+def layer_violations(graph):
+    level = {name: i for i, names in enumerate(LAYERS) for name in names}
+    found = []
+    for source, targets in graph.items():
+        for target in targets:
+            a, b = _group(source), _group(target)
+            if a is None or b is None or a == b:
+                continue
+            if level[b] > level[a] or (a, b) in APART:
+                found.append(f"{source} -> {target}")
+    return sorted(found)
+
+
+def test_layer_finder_finds_an_upward_import():
+    graph = {"bert_tf.training.trainer": {"bert_tf.checkpoints.native"},
+             "bert_tf.data.x": {"bert_tf.models.encoder"},
+             "bert_tf.tasks.y": {"bert_tf.models.encoder"}}
+    assert layer_violations(graph) == [
+        "bert_tf.data.x -> bert_tf.models.encoder",
+        "bert_tf.training.trainer -> bert_tf.checkpoints.native"]
+
+
+def test_imports_run_downward_only():
+    graph = import_graph()
+    groups = {_group(m) for m in graph} - {None}
+    assert groups <= set().union(*LAYERS), \
+        f"place {groups - set().union(*LAYERS)} in LAYERS"
+    assert layer_violations(graph) == []
