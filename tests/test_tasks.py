@@ -10,7 +10,7 @@ import tensorflow as tf
 from conftest import SPECIAL, TINY, random_inputs
 
 from bert_tf.models.encoder import BertEncoder
-from bert_tf.tasks.classification import metrics
+from bert_tf.tasks import metrics
 from bert_tf.tasks.classification.data import (GLUE_TASKS, load_glue,
                                                load_local, load_rt_sentiment,
                                                task_dataset)

@@ -1,67 +1,12 @@
 """Local task files: TSV, CSV or JSON Lines with named text and label
 columns."""
 
-import csv
-import json
-
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.storage import GPath
 from bert_tf.tasks.classification.task_data import TaskData
-
-FORMATS = ("tsv", "csv", "jsonl")
-
-
-def _format(path, fmt):
-    fmt = fmt or GPath(path).suffix.lstrip(".").lower()
-    fmt = {"json": "jsonl", "txt": "tsv"}.get(fmt, fmt)
-    if fmt not in FORMATS:
-        raise ValueError(f"{path}: cannot tell the format from its name; "
-                         f"pass format= one of {', '.join(FORMATS)}.")
-    return fmt
-
-
-def read_rows(path, fmt=None):
-    """Rows of a TSV/CSV (first line: column names) or JSONL file as dicts.
-
-    Invalid UTF-8 bytes become U+FFFD rather than failing the file.
-    """
-    path = GPath(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Task file {path} does not exist.")
-    fmt = _format(path, fmt)
-    with path.open(errors="replace", newline="") as f:
-        if fmt == "jsonl":
-            rows = []
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{number}: not valid JSON "
-                                     f"({e.msg}).") from None
-                if not isinstance(row, dict):
-                    raise ValueError(f"{path}:{number}: each line must be a "
-                                     "JSON object.")
-                rows.append(row)
-            return rows
-        reader = csv.DictReader(
-            f, delimiter="\t" if fmt == "tsv" else ",",
-            quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL)
-        return list(reader)
-
-
-def _column(rows, key, path, line_offset):
-    values = []
-    for number, row in enumerate(rows):
-        if key not in row or row[key] is None:
-            raise ValueError(
-                f"{path}:{number + line_offset}: no column {key!r}; the "
-                f"columns are {', '.join(map(str, row))}.")
-        values.append(row[key])
-    return values
+from bert_tf.tasks.local_rows import column as _column
+from bert_tf.tasks.local_rows import first_line, read_rows
 
 
 def load_local(train, validation=None, test=None, text="text", text_b="",
@@ -91,8 +36,7 @@ def load_local(train, validation=None, test=None, text="text", text_b="",
     paths = {"train": train, "validation": validation, "test": test}
     paths = {k: v for k, v in paths.items() if v}
     rows = {split: read_rows(path, fmt) for split, path in paths.items()}
-    offset = {split: 1 if _format(path, fmt) == "jsonl" else 2
-              for split, path in paths.items()}
+    offset = {split: first_line(path, fmt) for split, path in paths.items()}
     if not rows["train"]:
         raise ValueError(f"{train}: no examples.")
     if regression:

@@ -21,7 +21,7 @@ from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
                                 common_spec, read_spec, register,
                                 restore_finetuned, same_batch, string_batch)
 from bert_tf.tasks.classification.data import load_task, task_dataset
-from bert_tf.tasks.classification.metrics import compute
+from bert_tf.tasks.metrics import compute
 from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.preprocessor import BertPreprocessor

@@ -7,7 +7,7 @@ import typing
 import tensorflow as tf
 
 from bert_tf.tasks.batching import bucket_by_length, split_of
-from bert_tf.tasks.classification.metrics import METRICS
+from bert_tf.tasks.metrics import METRICS
 
 
 @dataclasses.dataclass
@@ -18,7 +18,7 @@ class TaskData:
         name: e.g. `glue/mrpc`, `sample:rt_sentiment`.
         labels: class names in id order; empty for regression.
         pair: examples have `text_b`.
-        metrics: metric names (`bert_tf.tasks.classification.metrics`); the first is
+        metrics: metric names (`bert_tf.tasks.metrics`); the first is
             the one that picks the best checkpoint.
         splits: {split: tf.data.Dataset of {"text", ["text_b"], "label"}};
             labels are int64 class ids (-1: unlabeled test data) or float32
