@@ -67,7 +67,7 @@ def parity(task, model, vocab, examples, reference_answers):
                        tf.constant(contexts))
         logits = model({k: features[k] for k in INPUT_NAMES},
                        training=False)
-        options = {k: task.spec[k] for k in (
+        options = {k: getattr(task.spec, k) for k in (
             "n_best_size", "max_answer_length", "null_threshold",
             "version_2")}
         ours = decode_answers(features, logits["start_logits"],
@@ -76,7 +76,7 @@ def parity(task, model, vocab, examples, reference_answers):
         ref = reference_answers(
             {k: v.numpy() for k, v in features.items()},
             logits["start_logits"].numpy(), logits["end_logits"].numpy(),
-            contexts, doc_stride=task.spec["doc_stride"], **options)
+            contexts, doc_stride=task.spec.doc_stride, **options)
         for i, r in enumerate(ref):
             total += 1
             same += (ours["answer"][i].numpy() == r["answer"] and
@@ -94,7 +94,7 @@ def clean_filler(task, model, vocab, question, tweets, words=5000):
     drops every tweet that holds a would-be answer (a candidate within
     the null threshold), then tops the passage up, until it answers
     "no answer". Depends only on the filler, never on the test tweet."""
-    threshold = task.spec["null_threshold"]
+    threshold = task.spec.null_threshold
     alone = task.answer(model, vocab, [question] * len(tweets), tweets,
                         batch_size=128)["has_answer"]
     pool = [t for t, answered in zip(tweets, alone) if not answered]
@@ -198,7 +198,7 @@ def main():
     for run in args.runs:
         task, model, vocab, _ = load_finetuned(run)
         loaded.append((task, model, vocab, run))
-        rows.append((f"{run} (threshold {task.spec['null_threshold']:.2f})",
+        rows.append((f"{run} (threshold {task.spec.null_threshold:.2f})",
                      task.evaluate(model, data, "test", vocab, 64)))
     print(f"WNUT-16 QA test: {len(test)} questions "
           f"({sum(bool(g) for g in golds)} answerable)")

@@ -18,7 +18,6 @@ from bert_tf.config_io import (  # noqa: F401
 
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
 ATTENTION_KINDS = ("bidirectional", "causal")
-POOLINGS = ("cls", "mean")
 
 
 @dataclasses.dataclass
@@ -318,90 +317,14 @@ def load_config(path, cls=ModelConfig, overrides=()):
 
 
 @dataclasses.dataclass
-class TaskConfig:
-    """Which task a fine-tuning run learns, and from which data.
-
-    Args:
-        kind: the task kind (`bert_tf.tasks.KINDS`): `classification`
-            (`glue/NAME`, `sample:rt_sentiment`, `local` TSV/CSV/JSONL),
-            `span_qa` (`squad/v1.1`, `squad/v2.0`, `sample:wnut_qa`, `local`
-            SQuAD JSON), `tagging` (`conll2003`, `sample:wnut_ner`,
-            `local` CoNLL files) or `multiple_choice` (`hellaswag`,
-            `super_glue/copa`, `sample:next_sentence`, `local` SWAG CSV or
-            JSONL).
-        name: the data, as listed for `kind`.
-        train_file, validation_file, test_file: local files.
-        text, text_b, label: column names of local classification files
-            (`text_b` for pairs).
-        labels: class names in id order (default: sorted, from train).
-        regression: numeric labels, one output.
-        format: `tsv`, `csv` or `jsonl`; multiple choice: `swag` (CSV) or
-            `jsonl` ("" : from the file names).
-        data_dir: TFDS data directory ("" : TFDS's default).
-        seed: split seed of the sample tasks.
-        doc_stride: span QA: word pieces between window starts.
-        max_query_length: span QA: word pieces kept of a question.
-        max_answer_length: span QA: longest answer, in word pieces.
-        n_best_size: span QA: start/end candidates per window, and the
-            number of answers a served model returns.
-        shared_norm: span QA: train with one softmax over all windows of a
-            question (`bert_tf.losses.SharedSpanLoss`), so that logits of
-            different windows compare, as decoding compares them; a batch
-            is then `batch_size` questions with all their windows.
-        tag_column: tagging: the tag's column in local CoNLL files.
-        tag_scheme: tagging: `bio` (IOB2), `iob1` or `iobes` (read and
-            converted to BIO).
-        max_entities: tagging: entities a served model returns per text.
-    """
-
-    kind: str = "classification"
-    name: str = "sample:rt_sentiment"
-    train_file: str = ""
-    validation_file: str = ""
-    test_file: str = ""
-    text: str = "text"
-    text_b: str = ""
-    label: str = "label"
-    labels: list = dataclasses.field(default_factory=list)
-    regression: bool = False
-    format: str = ""
-    data_dir: str = ""
-    seed: int = 0
-    doc_stride: int = 128
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    n_best_size: int = 20
-    shared_norm: bool = False
-    tag_column: int = -1
-    tag_scheme: str = "bio"
-    max_entities: int = 32
-
-    def split_args(self):
-        """Where every task's data loader finds its splits: keyword arguments
-        `data_dir`, `seed`, `train`, `validation` and `test`."""
-        return {"data_dir": self.data_dir or None, "seed": self.seed,
-                "train": self.train_file,
-                "validation": self.validation_file or None,
-                "test": self.test_file or None}
-
-    def validate(self, where="task"):
-        if self.name == "local" and not self.train_file:
-            raise ValueError(f"{where}.train_file is required for a local "
-                             "task.")
-        _check_choice(f"{where}.tag_scheme", self.tag_scheme,
-                      ("bio", "iob1", "iobes"))
-        check_values(self, where, ("doc_stride", "max_query_length",
-                                   "max_answer_length", "n_best_size",
-                                   "max_entities"), ">= 1")
-        return self
-
-
-@dataclasses.dataclass
 class FinetuneConfig:
     """A fine-tuning run (`configs/finetune/*.yaml`).
 
     Args:
-        task: a `TaskConfig`.
+        task: the `task:` section: its `kind` (a folder of
+            `bert_tf/tasks/`, default `classification`) and that kind's
+            keys; the kind's typed config reads and checks it
+            (`bert_tf.tasks.task_config_of`).
         init: where the encoder starts: "" (random init from `encoder`), a
             bert_tf directory (from `bert-tf convert`, a pre-training run's
             model_dir, or a checkpoint prefix), or `hf:PATH`, `tf1:PATH`,
@@ -414,10 +337,6 @@ class FinetuneConfig:
             (`dropout` before 0.2, still read with a warning).
         freeze_layers: train neither the embeddings nor the first N
             transformer blocks (0: fine-tune everything, as the paper).
-        pooling: what a classifier's head reads: `cls` (the pooled `[CLS]`,
-            as in the paper) or `mean` (the mean of the final hidden states
-            of the real tokens, what sentence-embedding models such as
-            all-MiniLM-L6-v2 were trained to make).
         batch_size: global training batch size.
         eval_batch_size: batch size of evaluation.
         epochs: passes over the training data; sets `trainer.train_steps`,
@@ -430,15 +349,15 @@ class FinetuneConfig:
     """
 
     # Old key -> new key; the old one is still read, with a warning.
-    RENAMED_KEYS: typing.ClassVar[dict] = {"dropout": "head_dropout"}
+    RENAMED_KEYS: typing.ClassVar[dict] = {"dropout": "head_dropout",
+                                           "pooling": "task.pooling"}
 
-    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    task: dict = dataclasses.field(default_factory=dict)
     init: str = ""
     encoder: EncoderConfig = dataclasses.field(default_factory=EncoderConfig)
     vocab: str = ""
     seq_length: int = 128
     head_dropout: float = 0.1
-    pooling: str = "cls"
     freeze_layers: int = 0
     batch_size: int = 32
     eval_batch_size: int = 64
@@ -455,7 +374,9 @@ class FinetuneConfig:
         default_factory=lambda: TrainerConfig(model_dir="runs/finetune"))
 
     def validate(self, where=""):
-        self.task.validate(_join(where, "task"))
+        if not isinstance(self.task, dict):
+            raise ValueError(f"{_join(where, 'task')}: expected a mapping of "
+                             f"keys to values, got {self.task!r}.")
         self.encoder.validate(_join(where, "encoder"))
         _validate_run(self, where)
         check_values(self, where, ("seq_length", "batch_size",
@@ -468,7 +389,6 @@ class FinetuneConfig:
                 f"{_join(where, 'epochs')} must be >= 0 and "
                 f"{_join(where, 'warmup_share')} in [0, 1).")
         check_values(self, where, ("head_dropout",), "in [0, 1)")
-        _check_choice(_join(where, "pooling"), self.pooling, POOLINGS)
         check_values(self, where, ("freeze_layers",), ">= 0")
         if not self.init and not self.vocab:
             raise ValueError(

@@ -123,7 +123,7 @@ def from_dict(cls, data, where=""):
 
 def _renamed(cls, data, where):
     """`data` with the deprecated keys of `cls.RENAMED_KEYS` moved to their
-    new names, warning once per key."""
+    new names (`section.key`: into a section), warning once per key."""
     renamed = getattr(cls, "RENAMED_KEYS", {})
     if not any(old in data for old in renamed):
         return data
@@ -131,7 +131,11 @@ def _renamed(cls, data, where):
     for old, new in renamed.items():
         if old not in data:
             continue
-        if new in data:
+        section, _, leaf = new.rpartition(".")
+        target = data
+        if section:
+            target = data[section] = dict(data.get(section) or {})
+        if leaf in target:
             raise ValueError(
                 f"{join_key(where, old)} and {join_key(where, new)} are both "
                 f"set; {old!r} is the old name of {new!r}: keep only "
@@ -139,7 +143,7 @@ def _renamed(cls, data, where):
         warnings.warn(f"Config key {join_key(where, old)!r} is deprecated: "
                       f"it is now {join_key(where, new)!r}.", FutureWarning,
                       stacklevel=3)
-        data[new] = data.pop(old)
+        target[leaf] = data.pop(old)
     return data
 
 

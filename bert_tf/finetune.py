@@ -17,7 +17,7 @@ import yaml
 from bert_tf import checkpoints, config as config_lib, tasks
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
-from bert_tf.tasks.base import SPEC_FILE
+from bert_tf.tasks.base import write_spec
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
 from bert_tf.training.optimization import create_optimizer, split_clipping
@@ -83,14 +83,11 @@ def resolve_init(cfg):
 
 
 def task_of(cfg):
-    """The task kind class of a config, after checking its task section."""
-    task_cls = tasks.get_task_class(cfg.task.kind)
-    task_cls.validate_config(cfg.task)
-    return task_cls
-
-
-def _write_spec(directory, spec):
-    (directory / SPEC_FILE).write_text(yaml.safe_dump(spec, sort_keys=False))
+    """(task kind class, typed task config) of a config: its `task:`
+    section read by the kind's config class (`bert_tf.tasks`), so that an
+    unknown or mistyped key fails here, before any work."""
+    task_config = tasks.task_config_of(cfg.task)
+    return tasks.get_task_class(task_config.kind), task_config
 
 
 @dataclasses.dataclass
@@ -127,9 +124,10 @@ def run(cfg, dry_run=False, log=print):
         raise ValueError(
             f"freeze_layers = {cfg.freeze_layers} exceeds the encoder's "
             f"{init.encoder.num_layers} layers.")
-    task_cls = task_of(cfg)
-    data = task_cls.load_data(cfg.task)
-    task = task_cls(task_cls.make_spec(cfg, data, init.encoder, vocab))
+    task_cls, task_config = task_of(cfg)
+    data = task_cls.load_data(task_config)
+    task = task_cls(task_cls.make_spec(cfg, task_config, data, init.encoder,
+                                       vocab))
     train_size = data.size("train")
     steps_per_epoch = max(1, math.ceil(train_size / cfg.batch_size))
     trainer_cfg, optimizer_cfg = cfg.trainer, cfg.optimizer
@@ -190,7 +188,7 @@ def run(cfg, dry_run=False, log=print):
         model_dir.mkdir(parents=True, exist_ok=True)
         config_lib.save_config(cfg, model_dir / "finetune.yaml")
         trainer.best_dir.mkdir(parents=True, exist_ok=True)
-        _write_spec(trainer.best_dir, task.spec)
+        write_spec(trainer.best_dir, task.spec)
         vocab.save(trainer.best_dir / checkpoints.VOCAB_FILE)
     log(f"strategy: {distribute.describe(strategy)}; precision "
         f"{cfg.mixed_precision}; model dir {model_dir}")
@@ -199,8 +197,9 @@ def run(cfg, dry_run=False, log=print):
         trainer.save_best_weights()
         trainer.best = {"step": int(trainer.step.numpy())}
     if trainer.is_chief and trainer.best and trainer.best.get("results"):
-        task.spec.update(task.update_spec(trainer.best["results"]))
-        _write_spec(trainer.best_dir, task.spec)
+        task.spec = dataclasses.replace(
+            task.spec, **task.update_spec(trainer.best["results"]))
+        write_spec(trainer.best_dir, task.spec)
     test = {}
     if "test" in data.splits:
         # The trained model with the best weights read back: its traced

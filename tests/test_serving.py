@@ -37,13 +37,13 @@ def exported(toy_run, tmp_path_factory):
 def reference(run_dir, texts):
     """The in-memory model on the same strings (the training code path)."""
     model, spec, vocab = load_classifier(run_dir)
-    pre = BertPreprocessor(vocab, spec["seq_length"],
-                           lower_case=spec["lower_case"])
+    pre = BertPreprocessor(vocab, spec.seq_length,
+                           lower_case=spec.lower_case)
     inputs = pre(tf.constant(texts))
     logits = model(inputs, training=False).numpy()
     encoded = model.encoder(inputs, training=False)
     return {"logits": logits, "probabilities": tf.nn.softmax(logits).numpy(),
-            "label": [spec["labels"][i] for i in logits.argmax(-1)],
+            "label": [spec.labels[i] for i in logits.argmax(-1)],
             "inputs": {k: v.numpy() for k, v in inputs.items()},
             "pooled_output": encoded["pooled_output"].numpy()}
 

@@ -136,11 +136,11 @@ def _toy_task(directory, **overrides):
     from bert_tf.text.vocab import read_vocab
     write_toy_qa(directory)
     cfg = toy_qa_config(directory, **overrides)
-    task_cls = finetune.task_of(cfg)
-    data = task_cls.load_data(cfg.task)
+    task_cls, task_config = finetune.task_of(cfg)
+    data = task_cls.load_data(task_config)
     vocab = read_vocab(directory / "vocab.txt")
-    return task_cls(task_cls.make_spec(cfg, data, cfg.encoder, vocab)), \
-        data, vocab
+    return task_cls(task_cls.make_spec(cfg, task_config, data, cfg.encoder,
+                                       vocab)), data, vocab
 
 
 @pytest.mark.parametrize("dynamic_length", [False, True])
@@ -186,7 +186,7 @@ def test_shared_norm_fine_tunes_and_saves(tmp_path):
     # As the per-window loss (test_finetune_learns_and_stores_the_threshold).
     assert result.best["value"] >= 75 and result.test["f1"] >= 75
     task, model, vocab, _ = load_finetuned(tmp_path / "run")
-    assert task.spec["shared_norm"]
+    assert task.spec.shared_norm
     task.compile(model)
     model.save(tmp_path / "qa.keras")
     loaded = keras.saving.load_model(tmp_path / "qa.keras")
@@ -399,7 +399,7 @@ def test_finetune_learns_and_stores_the_threshold(qa_run):
     assert spec["null_threshold"] == pytest.approx(
         result.best["results"]["best_f1_thresh"])
     task, model, vocab, _ = load_finetuned(directory / "run")
-    assert task.spec["null_threshold"] == spec["null_threshold"]
+    assert task.spec.null_threshold == spec["null_threshold"]
 
 
 @pytest.mark.slow

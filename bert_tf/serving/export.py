@@ -9,11 +9,13 @@ audit that proves the graph needs only TensorFlow core and tf-text ops
 export in Python after `import tensorflow_text`.
 """
 
+import dataclasses
 import json
 
 import tensorflow as tf
 
-from bert_tf import checkpoints, tasks
+from bert_tf import config as config_lib
+from bert_tf import tasks
 from bert_tf.serving import warmup
 from bert_tf.storage import GPath
 
@@ -198,6 +200,8 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     out = _check_out(out, overwrite)
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length, **options)
+    if dataclasses.is_dataclass(spec):  # a task's typed spec
+        spec = config_lib.to_dict(spec)
     return _write_export(out, spec, vocab, model, log, make_module)
 
 
@@ -224,7 +228,7 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     ('classification', 'classification')
     """
     _, spec = tasks.read_spec(checkpoint)
-    return export(spec["kind"], checkpoint, out, log, overwrite,
+    return export(spec.kind, checkpoint, out, log, overwrite,
                   fixed_length)
 
 
@@ -288,8 +292,8 @@ def _write_export(out, spec, vocab, model, log, make_module):
                      if k in spec)
     log(f"wrote SavedModel {out} ({size / 1e6:.1f} MB; "
         f"{model.count_params():,} parameters; {spec['kind']} "
-        f"{'task' if issubclass(tasks.get_kind(spec['kind']), tasks.Task) else 'of'} "
-        f"{spec['task']}{', ' + what if what else ''}, seq_length "
+        f"{'task' if 'encoder' in spec else 'of'} "
+        f"{spec['name']}{', ' + what if what else ''}, seq_length "
         f"{spec['seq_length']})")
     log("signatures:")
     for line in _signature_summary(out):

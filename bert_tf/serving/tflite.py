@@ -43,8 +43,8 @@ class TFLiteModule(tf.Module):
     def __init__(self, model, spec, vocab):
         super().__init__(name="bert_classifier_tflite")
         self.model_variables = [v.value for v in model.variables]
-        tokenizer = BertTokenizer(vocab, spec["lower_case"]).fused()
-        length, labels = spec["seq_length"], list(spec["labels"])
+        tokenizer = BertTokenizer(vocab, spec.lower_case).fused()
+        length, labels = spec.seq_length, list(spec.labels)
         label_names = tf.constant(labels or [""])
 
         def serve(text, text_b=None):
@@ -61,7 +61,7 @@ class TFLiteModule(tf.Module):
                                        tf.argmax(logits, axis=-1))}
 
         specs = [tf.TensorSpec([None], tf.string, name="text")]
-        if spec["pair"]:
+        if spec.pair:
             specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
         self.serve = tf.function(serve, input_signature=specs)
 
@@ -123,8 +123,8 @@ def export_tflite(checkpoint, out, quantize="none", log=print,
     log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
         f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "
         f"{model.count_params():,} parameters; labels "
-        f"{', '.join(task.spec['labels']) or '(regression)'}; seq_length "
-        f"{task.spec['seq_length']}; custom ops "
+        f"{', '.join(task.spec.labels) or '(regression)'}; seq_length "
+        f"{task.spec.seq_length}; custom ops "
         f"{', '.join(custom) or 'none'}, from tf-text's TFLite registrar; "
         "no Flex)")
     return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,

@@ -15,7 +15,8 @@ True
 """
 
 from bert_tf.tasks.base import (Task, available_kinds, fine_tuned_kinds,
-                                get_kind, read_spec, restore_finetuned)
+                                get_config_class, get_kind, read_spec,
+                                restore_finetuned, task_config_of)
 
 
 def get_export_class(kind):
@@ -46,10 +47,11 @@ def load_finetuned(directory, dtype=None):
     ('classification', 'best')
     """
     best, spec = read_spec(directory)
-    task = get_task_class(spec["kind"])(spec)
+    task = get_task_class(spec.kind)(spec)
     model, vocab = restore_finetuned(task, best, dtype=dtype)
     return task, model, vocab, best
 
 
-__all__ = ["available_kinds", "fine_tuned_kinds", "get_export_class",
-           "get_kind", "get_task_class", "load_finetuned"]
+__all__ = ["available_kinds", "fine_tuned_kinds", "get_config_class",
+           "get_export_class", "get_kind", "get_task_class", "load_finetuned",
+           "read_spec", "task_config_of"]

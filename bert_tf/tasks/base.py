@@ -20,14 +20,17 @@ import dataclasses
 import importlib
 import os
 import pkgutil
+import warnings
 
 import tensorflow as tf
 import yaml
 
 from bert_tf import checkpoints
 from bert_tf import config as config_lib
+from bert_tf.config_io import join_key
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
+from bert_tf.tasks.task_config import read_task_config
 from bert_tf.text.features import bucket_lengths
 from bert_tf.text.vocab import read_vocab
 
@@ -36,6 +39,7 @@ LEGACY_SPEC_FILES = {"classifier.yaml": "classification"}
 
 
 _REGISTRY = {}
+_CONFIGS = {}
 
 
 def register(cls):
@@ -45,6 +49,40 @@ def register(cls):
         raise ValueError(f"{cls.__name__} has no `kind` to register under.")
     _REGISTRY[cls.kind] = cls
     return cls
+
+
+def register_config(cls):
+    """Class decorator: registers a kind's `TaskConfig` subclass under the
+    default of its `kind` field."""
+    _CONFIGS[cls.__dataclass_fields__["kind"].default] = cls
+    return cls
+
+
+def get_config_class(kind):
+    """The typed config class of task kind `kind`.
+
+    Example:
+    >>> get_config_class("span_qa").__name__
+    'SpanQAConfig'
+    """
+    get_kind(kind)
+    if kind not in _CONFIGS:
+        raise ValueError(f"kind {kind!r} has no task config: it is not "
+                         "fine-tuned.")
+    return _CONFIGS[kind]
+
+
+def task_config_of(data, where="task", spec=False):
+    """The typed config of a `task:` section or a spec (a mapping), by its
+    `kind` (default `classification`), validated; see
+    `task_config.read_task_config`."""
+    data = dict(data or {})
+    kind = data.setdefault("kind", "classification")
+    if not isinstance(kind, str) or kind not in fine_tuned_kinds():
+        raise ValueError(f"{join_key(where, 'kind')} = {kind!r}: use one of "
+                         f"{', '.join(fine_tuned_kinds())} (the kinds "
+                         "that are fine-tuned).")
+    return read_task_config(get_config_class(kind), data, where, spec)
 
 
 def available_kinds():
@@ -100,33 +138,28 @@ class Task(ExportKind):
     """
 
     kind = ""
-    names = ""
-    data_names = ()  # accepted task.name values; "x/" accepts any x/NAME
 
     def __init__(self, spec):
-        self.spec = dict(spec)
+        """`spec`: the kind's typed config (`get_config_class(kind)`), or a
+        mapping of its fields."""
+        if not dataclasses.is_dataclass(spec):
+            spec = config_lib.from_dict(get_config_class(self.kind),
+                                        {**dict(spec), "kind": self.kind},
+                                        "spec")
+        self.spec = spec
 
     # --- configuration and data ---------------------------------------------
 
     @classmethod
-    def validate_config(cls, task_config, where="task"):
-        """Raises a ValueError naming the key when `task_config` (a
-        `TaskConfig`) does not describe data of this kind."""
-        name = task_config.name
-        if not any(name == known or (known.endswith("/") and
-                                     name.startswith(known))
-                   for known in cls.data_names):
-            raise ValueError(f"{where}.name = {name!r}: use {cls.names}.")
-
-    @classmethod
     def load_data(cls, task_config):
-        """The task's data (splits `train`, optional `validation`, `test`)."""
+        """The task's data (splits `train`, optional `validation`, `test`)
+        from its typed config."""
         raise NotImplementedError
 
     @classmethod
-    def make_spec(cls, cfg, data, encoder_config, vocab):
-        """The spec of a run: `common_spec(...)` plus the kind's own keys."""
-        raise NotImplementedError
+    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
+        """The spec of a run: `run_spec(...)` with what the data decided."""
+        return run_spec(cfg, task_config, data, encoder_config, vocab)
 
     def describe(self, data):
         """One line about the data for the run's plan."""
@@ -172,8 +205,8 @@ class Task(ExportKind):
         """(spec, vocab, model, make_module) of the export of a fine-tuning
         run of this kind (`bert_tf.serving.export.export` writes it)."""
         best, spec = read_spec(checkpoint)
-        if spec["kind"] != cls.kind:
-            raise ValueError(f"{checkpoint} is a {spec['kind']} run, not "
+        if spec.kind != cls.kind:
+            raise ValueError(f"{checkpoint} is a {spec.kind} run, not "
                              f"{cls.kind}.")
         task = cls(spec)
         model, vocab = restore_finetuned(task, best)
@@ -262,16 +295,13 @@ def served_text_batches(loaded, args):
             text=tf.constant(chunk)).items()}
 
 
-def common_spec(cfg, data, encoder_config, vocab, kind):
-    """The spec keys every task kind has."""
-    return {
-        "kind": kind,
-        "task": data.name,
-        "seq_length": cfg.seq_length,
-        "lower_case": not vocab.is_cased,
-        "dropout": cfg.head_dropout,
-        "encoder": dataclasses.asdict(encoder_config),
-    }
+def run_spec(cfg, task_config, data, encoder_config, vocab, **fields):
+    """`task_config` with the fields a run fills in (`RUN_FIELDS`, the
+    data's name) and the kind's `fields` decided by the data."""
+    return dataclasses.replace(
+        task_config, name=data.name, seq_length=cfg.seq_length,
+        lower_case=not vocab.is_cased, dropout=cfg.head_dropout,
+        encoder=dataclasses.asdict(encoder_config), **fields)
 
 
 def string_batch(value, name):
@@ -313,17 +343,35 @@ def find_spec_file(directory):
 
 
 def read_spec(directory):
-    """(best directory, spec dict) of a fine-tuning run."""
+    """(best directory, typed spec) of a fine-tuning run. Spec files of
+    older versions load too (with a warning for each renamed key)."""
     best, path = find_spec_file(directory)
-    spec = yaml.safe_load(path.read_text())
-    spec.setdefault("kind", LEGACY_SPEC_FILES.get(path.name,
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of spec keys.")
+    data.setdefault("kind", LEGACY_SPEC_FILES.get(path.name,
                                                    "classification"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FutureWarning)
+        try:
+            spec = task_config_of(data, "", spec=True)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+    for warning in caught:
+        warnings.warn(f"{path}: {warning.message}", FutureWarning,
+                      stacklevel=2)
     return best, spec
+
+
+def write_spec(directory, spec):
+    """Writes the typed `spec` as `directory/task.yaml`."""
+    (GPath(directory) / SPEC_FILE).write_text(yaml.safe_dump(
+        config_lib.to_dict(spec), sort_keys=False))
 
 
 def build_encoder(spec, dtype=None):
     encoder_config = config_lib.from_dict(config_lib.EncoderConfig,
-                                          spec["encoder"], "encoder")
+                                          spec.encoder, "encoder")
     return BertEncoder.from_config_object(encoder_config, dtype=dtype)
 
 

@@ -18,11 +18,12 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
-                                common_spec, read_spec, register,
-                                restore_finetuned, same_batch, string_batch)
+                                read_spec, register, restore_finetuned,
+                                run_spec, same_batch, string_batch)
+from bert_tf.tasks.classification.config import ClassificationConfig
 from bert_tf.tasks.classification.data import load_task, task_dataset
-from bert_tf.tasks.metrics import compute
 from bert_tf.tasks.classification.model import BertClassifier
+from bert_tf.tasks.metrics import compute
 from bert_tf.text.features import cut_to_bucket
 from bert_tf.text.preprocessor import BertPreprocessor
 
@@ -76,8 +77,7 @@ class Classification(Task):
     """The classification task kind (see the module docstring)."""
 
     kind = "classification"
-    names = "glue/NAME, sample:rt_sentiment or local"
-    data_names = ("glue/", "sample:rt_sentiment", "local")
+    config_class = ClassificationConfig
 
     @classmethod
     def load_data(cls, t):
@@ -87,12 +87,11 @@ class Classification(Task):
             fmt=t.format or None)
 
     @classmethod
-    def make_spec(cls, cfg, data, encoder_config, vocab):
-        spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
-        spec.update({"labels": list(data.labels), "pooling": cfg.pooling,
-                     "regression": data.is_regression, "pair": data.pair,
-                     "metrics": list(data.metrics)})
-        return spec
+    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
+        return run_spec(cfg, task_config, data, encoder_config, vocab,
+                        labels=list(data.labels),
+                        regression=data.is_regression, pair=data.pair,
+                        metrics=list(data.metrics))
 
     def describe(self, data):
         what = ("regression" if data.is_regression else
@@ -101,8 +100,8 @@ class Classification(Task):
                 f"{'pairs' if data.pair else 'single texts'}")
 
     def preprocessor(self, vocab):
-        return BertPreprocessor(vocab, self.spec["seq_length"],
-                                lower_case=self.spec["lower_case"])
+        return BertPreprocessor(vocab, self.spec.seq_length,
+                                lower_case=self.spec.lower_case)
 
     def train_dataset(self, data, vocab, batch_size, seed=0,
                       input_context=None, drop_remainder=False,
@@ -113,13 +112,13 @@ class Classification(Task):
             drop_remainder=drop_remainder, dynamic_length=dynamic_length)
 
     def build_model(self, encoder):
-        return BertClassifier(encoder, len(self.spec["labels"]) or 1,
-                              dropout=self.spec["dropout"],
-                              pooling=self.spec.get("pooling", "cls"),
+        return BertClassifier(encoder, len(self.spec.labels) or 1,
+                              dropout=self.spec.dropout,
+                              pooling=self.spec.pooling,
                               dtype=encoder.dtype_policy)
 
     def compile(self, model):
-        if self.spec["regression"]:
+        if self.spec.regression:
             model.compile(loss=keras.losses.MeanSquaredError())
         else:
             model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
@@ -127,7 +126,7 @@ class Classification(Task):
 
     @property
     def official_metric(self):
-        return self.spec["metrics"][0]
+        return self.spec.metrics[0]
 
     def evaluate(self, model, data, split, vocab, batch_size,
                  dynamic_length=False):
@@ -137,7 +136,7 @@ class Classification(Task):
 
     def serving_module(self, model, vocab, vocab_path, fixed_length=False):
         return ClassifierModule(model, self.preprocessor(vocab),
-                                self.spec["labels"], self.spec["pair"],
+                                self.spec.labels, self.spec.pair,
                                 vocab_path, fixed_length)
 
     @classmethod
@@ -170,12 +169,12 @@ def load_classifier(directory, dtype=None):
 
     Example:
     >>> model, spec, vocab = load_classifier(example_files.finetuned())
-    >>> spec["labels"]
+    >>> spec.labels
     ['negative', 'positive']
     """
     best, spec = read_spec(directory)
-    if spec["kind"] != Classification.kind:
-        raise ValueError(f"{directory} holds a {spec['kind']} model, not a "
+    if spec.kind != Classification.kind:
+        raise ValueError(f"{directory} holds a {spec.kind} model, not a "
                          "classifier.")
     model, vocab = restore_finetuned(Classification(spec), best, dtype)
     return model, spec, vocab

@@ -96,7 +96,7 @@ class Embeddings(ExportKind):
             raise ValueError(
                 f"doc_stride = {doc_stride}: must be in [1, "
                 f"word_seq_length - 2 = {word_seq_length - 2}].")
-        spec = {"kind": cls.kind, "task": str(checkpoint),
+        spec = {"kind": cls.kind, "name": str(checkpoint),
                 "seq_length": sequence_length, "pooling": "mean",
                 "normalize": bool(normalize),
                 "word_seq_length": word_seq_length, "doc_stride": doc_stride,

@@ -166,7 +166,7 @@ class FillMask(ExportKind):
             raise ValueError(f"top_k = {top_k} must be in [1, {vocab_size}] "
                              f"and max_masks = {max_masks} >= 1.")
         check_lengths(pretrained.config, sequence_length=sequence_length)
-        spec = {"kind": cls.kind, "task": str(checkpoint),
+        spec = {"kind": cls.kind, "name": str(checkpoint),
                 "seq_length": sequence_length, "marker": marker,
                 "top_k": top_k, "max_masks": max_masks}
         return spec, pretrained.vocab, pretrainer, (

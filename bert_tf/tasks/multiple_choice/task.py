@@ -22,8 +22,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.base import (Task, TaskModule, common_spec, register,
+from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 string_batch)
+from bert_tf.tasks.multiple_choice.config import MultipleChoiceConfig
 from bert_tf.tasks.multiple_choice.data import load_choices
 from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
 from bert_tf.text.features import cut_to_bucket
@@ -72,20 +73,16 @@ class MultipleChoice(Task):
     """The multiple-choice task kind (see the module docstring)."""
 
     kind = "multiple_choice"
-    names = ("hellaswag, super_glue/copa, sample:next_sentence or local "
-             "(SWAG CSV or JSONL)")
-    data_names = ("hellaswag", "super_glue/copa", "sample:next_sentence",
-                  "local")
+    config_class = MultipleChoiceConfig
 
     @classmethod
     def load_data(cls, t):
         return load_choices(t.name, **t.split_args(), fmt=t.format or None)
 
     @classmethod
-    def make_spec(cls, cfg, data, encoder_config, vocab):
-        spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
-        spec.update({"num_choices": data.num_choices})
-        return spec
+    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
+        return run_spec(cfg, task_config, data, encoder_config, vocab,
+                        num_choices=data.num_choices)
 
     def describe(self, data):
         labels = [label for _, _, label in data.split("train")]
@@ -93,8 +90,8 @@ class MultipleChoice(Task):
                 f"choices each (chance {1 / data.num_choices:.0%})")
 
     def preprocessor(self, vocab):
-        return BertPreprocessor(vocab, self.spec["seq_length"],
-                                lower_case=self.spec["lower_case"])
+        return BertPreprocessor(vocab, self.spec.seq_length,
+                                lower_case=self.spec.lower_case)
 
     def _dataset(self, data, split, vocab, batch_size, dynamic_length,
                  shuffle=False, seed=0, input_context=None,
@@ -134,7 +131,7 @@ class MultipleChoice(Task):
                              drop_remainder)
 
     def build_model(self, encoder):
-        return BertMultipleChoice(encoder, dropout=self.spec["dropout"],
+        return BertMultipleChoice(encoder, dropout=self.spec.dropout,
                                   dtype=encoder.dtype_policy)
 
     def compile(self, model):

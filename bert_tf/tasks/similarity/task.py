@@ -19,10 +19,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
-                                common_spec, register, same_batch,
-                                string_batch)
+from bert_tf.tasks.base import (Task, TaskModule, command_line_texts, register,
+                                same_batch, string_batch)
 from bert_tf.tasks.metrics import compute
+from bert_tf.tasks.similarity.config import SimilarityConfig
 from bert_tf.tasks.similarity.data import load_pairs, pair_dataset
 from bert_tf.tasks.similarity.model import BertBiEncoder
 from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
@@ -51,8 +51,7 @@ class Similarity(Task):
     """The similarity task kind (see the module docstring)."""
 
     kind = "similarity"
-    names = "glue/stsb or local (TSV/CSV/JSONL: text, text_b, score in [0, 1])"
-    data_names = ("glue/stsb", "local")
+    config_class = SimilarityConfig
 
     @classmethod
     def load_data(cls, t):
@@ -60,20 +59,16 @@ class Similarity(Task):
                           train=t.train_file,
                           validation=t.validation_file or None,
                           test=t.test_file or None, text=t.text,
-                          text_b=t.text_b or "text_b", label=t.label,
-                          fmt=t.format or None)
-
-    @classmethod
-    def make_spec(cls, cfg, data, encoder_config, vocab):
-        return common_spec(cfg, data, encoder_config, vocab, cls.kind)
+                          text_b=t.text_b, label=t.label,
+                          max_score=t.max_score, fmt=t.format or None)
 
     def describe(self, data):
         return (f"{data.size('train'):,} training pairs, scores in [0, 1], "
                 "bi-encoder (cosine of mean-pooled embeddings)")
 
     def preprocessor(self, vocab):
-        return BertPreprocessor(vocab, self.spec["seq_length"],
-                                lower_case=self.spec["lower_case"])
+        return BertPreprocessor(vocab, self.spec.seq_length,
+                                lower_case=self.spec.lower_case)
 
     def _batches(self, data, split, vocab, batch_size, shuffle=False,
                  repeat=False, seed=0, input_context=None,

@@ -17,6 +17,7 @@ answers best first, padded: `top_answers`, `top_scores`, `top_starts`,
 `top_ends` [batch, K], with `count` [batch].
 """
 
+import dataclasses
 import json
 import weakref
 
@@ -26,9 +27,10 @@ import tensorflow as tf
 
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.storage import GPath
-from bert_tf.tasks.base import (Task, TaskModule, common_spec, register,
+from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 same_batch, string_batch)
 from bert_tf.tasks.batching import grouped_window_batches, window_batches
+from bert_tf.tasks.span_qa.config import SpanQAConfig
 from bert_tf.tasks.span_qa.data import load_qa, qa_dataset
 from bert_tf.tasks.span_qa.decoding import decode_answers
 from bert_tf.tasks.span_qa.features import QAPreprocessor
@@ -47,18 +49,15 @@ class SpanQA(Task):
     """The span QA task kind (see the module docstring)."""
 
     kind = "span_qa"
-    names = ("squad/v1.1, squad/v2.0, sample:wnut_qa, sample:wnut_qa_threads "
-             "or local (SQuAD JSON)")
-    data_names = ("squad/v1.1", "squad/v2.0", "sample:wnut_qa",
-                  "sample:wnut_qa_threads", "local")
+    config_class = SpanQAConfig
 
     @classmethod
     def load_data(cls, t):
         return load_qa(t.name, **t.split_args())
 
     @classmethod
-    def make_spec(cls, cfg, data, encoder_config, vocab):
-        t = cfg.task
+    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
+        t = task_config
         if cfg.seq_length < t.max_query_length + 4:
             raise ValueError(
                 f"seq_length = {cfg.seq_length} leaves no room for context "
@@ -69,13 +68,8 @@ class SpanQA(Task):
                 "task.shared_norm batches all windows of each question, a "
                 "varying number, and TPUs need fixed batch shapes: turn it "
                 "off for strategy = tpu.")
-        spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
-        spec.update({"version_2": data.version_2, "doc_stride": t.doc_stride,
-                     "max_query_length": t.max_query_length,
-                     "max_answer_length": t.max_answer_length,
-                     "n_best_size": t.n_best_size, "null_threshold": 0.0,
-                     "shared_norm": t.shared_norm})
-        return spec
+        return run_spec(cfg, task_config, data, encoder_config, vocab,
+                        version_2=data.version_2, null_threshold=0.0)
 
     def describe(self, data):
         train = data.split("train")
@@ -86,24 +80,24 @@ class SpanQA(Task):
                           for split, id_, why in skipped[:3])
         return (f"{len(train):,} training questions ({answerable:,} "
                 f"answerable), SQuAD {'2.0' if data.version_2 else '1.1'} "
-                f"style, windows of {self.spec['seq_length']} pieces with "
-                f"stride {self.spec['doc_stride']}"
+                f"style, windows of {self.spec.seq_length} pieces with "
+                f"stride {self.spec.doc_stride}"
                 + (f"; {len(skipped)} questions skipped ({shown}"
                    f"{'; ...' if len(skipped) > 3 else ''})"
                    if skipped else ""))
 
     def preprocessor(self, vocab):
         s = self.spec
-        return QAPreprocessor(vocab, s["seq_length"], s["doc_stride"],
-                              s["max_query_length"],
-                              lower_case=s["lower_case"])
+        return QAPreprocessor(vocab, s.seq_length, s.doc_stride,
+                              s.max_query_length,
+                              lower_case=s.lower_case)
 
     def train_dataset(self, data, vocab, batch_size, seed=0,
                       input_context=None, drop_remainder=False,
                       dynamic_length=False):
         examples = data.split("train")
         preprocessor = self.preprocessor(vocab)
-        shared = self.spec.get("shared_norm", False)
+        shared = self.spec.shared_norm
 
         def windows(batch):
             features = preprocessor(batch["question"], batch["context"],
@@ -124,24 +118,24 @@ class SpanQA(Task):
             # A batch is `batch_size` questions with all their windows.
             return grouped_window_batches(
                 qa_dataset(examples), len(examples), windows, batch_size,
-                self.spec["seq_length"], seed, input_context, dynamic_length)
+                self.spec.seq_length, seed, input_context, dynamic_length)
         return window_batches(
             qa_dataset(examples), len(examples), windows, batch_size,
-            self.spec["seq_length"], seed, input_context, drop_remainder,
+            self.spec.seq_length, seed, input_context, drop_remainder,
             dynamic_length)
 
     def build_model(self, encoder):
         return BertSpanLabeler(encoder, dtype=encoder.dtype_policy)
 
     def compile(self, model):
-        loss = (SharedSpanLoss() if self.spec.get("shared_norm") else
+        loss = (SharedSpanLoss() if self.spec.shared_norm else
                 keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         model.compile(loss={"start_logits": loss, "end_logits": loss},
                       loss_weights={"start_logits": 0.5, "end_logits": 0.5})
 
     @property
     def official_metric(self):
-        return "best_f1" if self.spec["version_2"] else "f1"
+        return "best_f1" if self.spec.version_2 else "f1"
 
     def answer_function(self, model, vocab):
         """The traced (question, context, null threshold) -> answers
@@ -149,7 +143,7 @@ class SpanQA(Task):
         share. The threshold is an input, so the dev-tuned one needs no
         new trace."""
         key = (id(vocab), tuple(sorted(
-            (k, v) for k, v in self.spec.items()
+            (k, v) for k, v in dataclasses.asdict(self.spec).items()
             if k not in ("encoder", "null_threshold"))))
         cached = _ANSWERERS.get(model)
         if cached is not None and cached[0] == key:
@@ -168,7 +162,7 @@ class SpanQA(Task):
                                      tf.string),
                          tf.constant(contexts[start:start + batch_size],
                                      tf.string),
-                         tf.constant(self.spec["null_threshold"], tf.float32))
+                         tf.constant(self.spec.null_threshold, tf.float32))
             parts.append({k: v.numpy() for k, v in out.items()})
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
@@ -181,7 +175,7 @@ class SpanQA(Task):
                           [e["context"] for e in examples], batch_size)
         golds = [e["answers"] for e in examples]
         answers = [a.decode("utf-8", "replace") for a in out["answer"]]
-        if not self.spec["version_2"]:
+        if not self.spec.version_2:
             return squad_v1(golds, answers)
         spans = [a.decode("utf-8", "replace") for a in out["top_answers"][:, 0]]
         diffs = np.where(out["count"] > 0, out["null_score"] - out["score"],
@@ -189,7 +183,7 @@ class SpanQA(Task):
         return squad_v2(golds, answers, diffs, spans)
 
     def update_spec(self, best_results):
-        if not self.spec["version_2"] or "best_f1_thresh" not in best_results:
+        if not self.spec.version_2 or "best_f1_thresh" not in best_results:
             return {}
         return {"null_threshold": float(best_results["best_f1_thresh"])}
 
@@ -243,7 +237,7 @@ def answer_graph(model, preprocessor, spec, fixed_length=False):
 
     def answer(question, context, null_threshold=None):
         if null_threshold is None:
-            null_threshold = spec["null_threshold"]
+            null_threshold = spec.null_threshold
         features = preprocessor(question, context)
         if not fixed_length:
             features = cut_to_bucket(
@@ -253,9 +247,9 @@ def answer_graph(model, preprocessor, spec, fixed_length=False):
                        training=False)
         return decode_answers(
             features, logits["start_logits"], logits["end_logits"], context,
-            n_best_size=spec["n_best_size"],
-            max_answer_length=spec["max_answer_length"],
-            null_threshold=null_threshold, version_2=spec["version_2"])
+            n_best_size=spec.n_best_size,
+            max_answer_length=spec.max_answer_length,
+            null_threshold=null_threshold, version_2=spec.version_2)
 
     return answer
 

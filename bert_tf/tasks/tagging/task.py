@@ -24,9 +24,10 @@ import tensorflow as tf
 
 from bert_tf.data import sample_texts
 from bert_tf.models.encoder import INPUT_NAMES
-from bert_tf.tasks.base import (Task, TaskModule, common_spec, register,
+from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 served_text_batches, string_batch)
 from bert_tf.tasks.batching import window_batches
+from bert_tf.tasks.tagging.config import TaggingConfig
 from bert_tf.tasks.tagging.data import load_tagging
 from bert_tf.tasks.tagging.decoding import decode_entities, entity_spans
 from bert_tf.tasks.tagging.metrics import entity_scores
@@ -44,8 +45,7 @@ class Tagging(Task):
     """The token tagging task kind (see the module docstring)."""
 
     kind = "tagging"
-    names = "conll2003, sample:wnut_ner or local (CoNLL files)"
-    data_names = ("conll2003", "sample:wnut_ner", "local")
+    config_class = TaggingConfig
 
     @classmethod
     def load_data(cls, t):
@@ -53,12 +53,9 @@ class Tagging(Task):
                             tag_column=t.tag_column, scheme=t.tag_scheme)
 
     @classmethod
-    def make_spec(cls, cfg, data, encoder_config, vocab):
-        spec = common_spec(cfg, data, encoder_config, vocab, cls.kind)
-        spec.update({"labels": list(data.labels),
-                     "doc_stride": cfg.task.doc_stride,
-                     "max_entities": cfg.task.max_entities})
-        return spec
+    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
+        return run_spec(cfg, task_config, data, encoder_config, vocab,
+                        labels=list(data.labels))
 
     def describe(self, data):
         train = data.split("train")
@@ -67,18 +64,18 @@ class Tagging(Task):
                 f"of {len(data.types)} types ({', '.join(data.types)})")
 
     def preprocessor(self, vocab):
-        return TaggingPreprocessor(vocab, self.spec["seq_length"],
-                                   self.spec["doc_stride"],
-                                   lower_case=self.spec["lower_case"])
+        return TaggingPreprocessor(vocab, self.spec.seq_length,
+                                   self.spec.doc_stride,
+                                   lower_case=self.spec.lower_case)
 
     def _examples(self, data, split):
-        index = {t: i for i, t in enumerate(self.spec["labels"])}
+        index = {t: i for i, t in enumerate(self.spec.labels)}
         sentences = data.split(split)
         unknown = {t for _, tags in sentences for t in tags} - set(index)
         if unknown:
             raise ValueError(f"{data.name} {split}: tags {sorted(unknown)} "
                              f"are not among the model's labels "
-                             f"{self.spec['labels']}.")
+                             f"{self.spec.labels}.")
         texts = [" ".join(words) for words, _ in sentences]
         labels = tf.ragged.constant([[index[t] for t in tags]
                                      for _, tags in sentences],
@@ -101,12 +98,12 @@ class Tagging(Task):
         return window_batches(
             tf.data.Dataset.from_tensor_slices({"text": texts,
                                                 "labels": labels}),
-            len(texts), windows, batch_size, self.spec["seq_length"], seed,
+            len(texts), windows, batch_size, self.spec.seq_length, seed,
             input_context, drop_remainder, dynamic_length)
 
     def build_model(self, encoder):
-        return BertTokenClassifier(encoder, len(self.spec["labels"]),
-                                   dropout=self.spec["dropout"],
+        return BertTokenClassifier(encoder, len(self.spec.labels),
+                                   dropout=self.spec.dropout,
                                    dtype=encoder.dtype_policy)
 
     def compile(self, model):
@@ -145,7 +142,7 @@ class Tagging(Task):
         if not texts:
             return {}
         out = self.tag(model, vocab, texts, batch_size)
-        labels = self.spec["labels"]
+        labels = self.spec.labels
         width = max(len(t) for t in out["tags"])
         predicted_tags = np.stack([np.pad(t, (0, width - len(t)))
                                    for t in out["tags"]])
@@ -192,7 +189,7 @@ def tag_graph(model, preprocessor, spec, fixed_length=False):
         logits = model({k: window_features[k] for k in INPUT_NAMES},
                        training=False)
         return decode_entities(window_features, logits, text,
-                               spec["labels"], spec["max_entities"])
+                               spec.labels, spec.max_entities)
 
     return tag
 

@@ -1,0 +1,51 @@
+"""The classification kind's config."""
+
+import dataclasses
+import typing
+
+from bert_tf.config_io import check_choice, join_key
+from bert_tf.tasks.base import register_config
+from bert_tf.tasks.task_config import TaskConfig
+
+POOLINGS = ("cls", "mean")
+
+
+@register_config
+@dataclasses.dataclass
+class ClassificationConfig(TaskConfig):
+    """A text or text-pair classification (or regression) task.
+
+    Args:
+        name: `glue/NAME`, `sample:rt_sentiment` or `local` (TSV, CSV or
+            JSONL files).
+        text, text_b, label: column names of local files (`text_b` for
+            pairs).
+        labels: class names in id order (default: sorted, from train).
+        regression: numeric labels, one output.
+        format: `tsv`, `csv` or `jsonl` ("" : from the file names).
+        pooling: what the head reads: `cls` (the pooled `[CLS]`, as in the
+            paper) or `mean` (the mean of the final hidden states of the
+            real tokens, what sentence-embedding models such as
+            all-MiniLM-L6-v2 were trained to make).
+        pair, metrics: written by the run from the data.
+    """
+
+    names: typing.ClassVar[str] = "glue/NAME, sample:rt_sentiment or local"
+    data_names: typing.ClassVar[tuple] = ("glue/", "sample:rt_sentiment",
+                                          "local")
+
+    kind: str = "classification"
+    name: str = "sample:rt_sentiment"
+    text: str = "text"
+    text_b: str = ""
+    label: str = "label"
+    labels: list = dataclasses.field(default_factory=list)
+    regression: bool = False
+    format: str = ""
+    pooling: str = "cls"
+    pair: bool = False
+    metrics: list = dataclasses.field(default_factory=list)
+
+    def validate(self, where="task", data=True):
+        check_choice(join_key(where, "pooling"), self.pooling, POOLINGS)
+        return super().validate(where, data)
