@@ -155,10 +155,10 @@ def _export(args):
         ("savedmodel", "hub"): (export_hub, {
             "seq_length": args.seq_length or 128}),
         ("savedmodel", "embeddings"): (partial(export, "embeddings"), {
-            **length, "sequence_length": args.seq_length or 256,
+            **length, "seq_length": args.seq_length or 256,
             "normalize": not args.no_normalize}),
         ("savedmodel", "fill_mask"): (partial(export, "fill_mask"), {
-            **length, "sequence_length": args.seq_length or 128,
+            **length, "seq_length": args.seq_length or 128,
             "marker": args.marker, "top_k": args.top_k,
             "max_masks": args.max_masks}),
     }
@@ -173,15 +173,35 @@ def _export(args):
 
 def _predict(args):
     from bert_tf import tasks
-    from bert_tf.serving.export import exported_kind, load_exported
+    from bert_tf.serving.export import load_exported
 
     if str(args.model).endswith(".tflite"):
         from bert_tf.serving.tflite import print_predictions
 
         return print_predictions(args.model, args)
-    loaded = load_exported(args.model)
-    tasks.get_export_class(exported_kind(args.model)).print_predictions(
-        loaded, args)
+    tasks.get_export_class(args.export_kind).print_predictions(
+        load_exported(args.model), args)
+
+
+def _add_kind_flags(predict_parser, argv):
+    """`bert-tf predict`'s parser with the flags of the `--model` export's
+    kind (each kind declares its own); the kind is set as a default."""
+    finder = argparse.ArgumentParser(add_help=False)
+    finder.add_argument("--model")
+    model = finder.parse_known_args(argv)[0].model
+    if not model:
+        return
+    if str(model).endswith(".tflite"):
+        kind = "classification"
+    else:
+        from bert_tf.serving.export import exported_kind
+
+        kind = exported_kind(model)
+    from bert_tf import tasks
+
+    group = predict_parser.add_argument_group(f"flags of a {kind} export")
+    tasks.get_export_class(kind).add_predict_arguments(group)
+    predict_parser.set_defaults(export_kind=kind)
 
 
 def _features(args):
@@ -419,22 +439,21 @@ def build_parser():
     p.set_defaults(func=_features)
 
     p = sub.add_parser("predict", help="answer raw text with an exported "
-                                       "model (any task kind)")
+                                       "model (any task kind)",
+                       epilog="Each export kind adds its own flags: "
+                              "`bert-tf predict --model M --help` lists "
+                              "those of M's kind.")
     p.add_argument("texts", nargs="*", help="texts to label, tag or embed "
                                            "(classification pairs: "
                                            "'A<TAB>B')")
     p.add_argument("--input", help="a file with one text per line; QA: a "
                                    "JSONL file of "
                                    '{"question", "context"} objects')
-    p.add_argument("--question", help="QA: the question")
-    p.add_argument("--context", help="QA and multiple choice: the context "
-                                     "(QA: or @FILE to read it)")
-    p.add_argument("--choice", action="append", default=[],
-                   help="multiple choice: one choice (repeat for each)")
     p.add_argument("--model", dest="model", required=True,
                    help="export/NAME/VERSION, or a .tflite file")
     p.add_argument("--batch-size", type=int, default=64)
     p.set_defaults(func=_predict)
+    parser.predict_parser = p
 
     try:
         script = demo_script()
@@ -452,6 +471,13 @@ def build_parser():
 
 def main(argv=None):
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if argv[:1] == ["predict"]:
+        try:
+            _add_kind_flags(parser.predict_parser, argv[1:])
+        except (ValueError, FileNotFoundError) as e:
+            print(f"bert-tf predict: error: {e}", file=sys.stderr)
+            return 2
     args, extra = parser.parse_known_args(argv)
     if extra:
         if args.command != "pairs" or not args.runner:

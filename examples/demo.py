@@ -76,7 +76,7 @@ def minilm_parity(output_dir):
     reference = np.load(FIXTURES / "minilm_reference.npz")
     sentences = [str(s) for s in reference["sentences"]]
     length = reference["input_word_ids"].shape[1]
-    preprocessor = BertPreprocessor(pretrained.vocab, sequence_length=length)
+    preprocessor = BertPreprocessor(pretrained.vocab, seq_length=length)
     inputs = preprocessor(tf.constant(sentences))
     outputs = pretrained.encoder(inputs)
     ids_equal = (inputs["input_word_ids"].numpy() ==

@@ -26,7 +26,7 @@ def reference():
 def _encode(pretrained, reference):
     sentences = [str(s) for s in reference["sentences"]]
     pre = BertPreprocessor(pretrained.vocab,
-                           sequence_length=reference["input_word_ids"].shape[1])
+                           seq_length=reference["input_word_ids"].shape[1])
     inputs = pre(tf.constant(sentences))
     return inputs, pretrained.encoder(inputs)
 
@@ -64,7 +64,7 @@ def test_minilm_live_against_pytorch(minilm, minilm_dir):
     model = transformers.BertModel.from_pretrained(str(minilm_dir)).eval()
     with torch.no_grad():
         ref = model(**enc)
-    pre = BertPreprocessor(minilm.vocab, sequence_length=24)
+    pre = BertPreprocessor(minilm.vocab, seq_length=24)
     inputs = pre((tf.constant(sentences[:3]), tf.constant(sentences[2:])))
     np.testing.assert_array_equal(inputs["input_word_ids"],
                                   enc["input_ids"].numpy())

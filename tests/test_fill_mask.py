@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import save_tiny_checkpoint
-from test_serving import HOSTILE, run_serving_check
+from test_export import HOSTILE, run_serving_check
 
 from bert_tf import checkpoints, cli
 from bert_tf.serving import export as export_lib
@@ -53,7 +53,7 @@ def fill_export(tmp_path_factory):
                                          masked_lm=True)
     out = tmp_path_factory.mktemp("export") / "fill" / "1"
     export_lib.export_fill_mask(directory, out, log=lambda *a: None,
-                                sequence_length=32, top_k=3, max_masks=2)
+                                seq_length=32, top_k=3, max_masks=2)
     return pretrainer, directory, out
 
 

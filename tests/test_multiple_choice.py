@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import finetune_toy
-from test_serving import HOSTILE, run_serving_check
+from test_export import HOSTILE, run_serving_check
 from toy_choices import (ENCODER, VOCAB, toy_choices, toy_choices_config,
                          write_swag_csv, write_toy_choices)
 

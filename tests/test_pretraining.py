@@ -16,7 +16,7 @@ from bert_tf.text.preprocessor import BertPreprocessor
 def packed_corpus(sample_documents, bert_vocab):
     """Real sentences packed as pairs: >= 100k maskable tokens."""
     sentences = [s for doc in sample_documents for s in doc]
-    pre = BertPreprocessor(bert_vocab, sequence_length=128)
+    pre = BertPreprocessor(bert_vocab, seq_length=128)
     a, b = sentences[0:9000:2], sentences[1:9000:2]
     return pre((tf.constant(a), tf.constant(b)))
 

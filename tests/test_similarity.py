@@ -12,7 +12,7 @@ from bert_tf.tasks.similarity.data import load_local_pairs
 from bert_tf.tasks.similarity.model import BertBiEncoder
 from bert_tf.text.vocab import Vocab
 from conftest import finetune_toy
-from test_serving import HOSTILE
+from test_export import HOSTILE
 from toy_task import ENCODER, VOCAB, finetune_config
 
 POSITIVE, NEGATIVE = ["good", "great", "fine"], ["bad", "awful", "dull"]

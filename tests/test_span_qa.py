@@ -12,7 +12,7 @@ import tensorflow as tf
 import yaml
 from conftest import assert_buckets_match_fixed_length, finetune_toy
 from squad_reference import reference_answers
-from test_serving import _compile_serving_check
+from test_export import _compile_serving_check
 from toy_qa import ENCODER, toy_qa_config, write_toy_qa
 
 from bert_tf import cli
@@ -35,7 +35,7 @@ OUTPUTS = {"answer", "score", "start", "end", "has_answer", "null_score",
 
 def test_windows_cover_the_whole_context_once(bert_vocab):
     words = " ".join(f"word{i % 7} w{i}" for i in range(150))
-    pre = QAPreprocessor(bert_vocab, sequence_length=40, doc_stride=12,
+    pre = QAPreprocessor(bert_vocab, seq_length=40, doc_stride=12,
                          max_query_length=6)
     out = {k: v.numpy() for k, v in pre(
         tf.constant(["a question that is far too long to keep whole", "q"]),
@@ -64,7 +64,7 @@ def bert_vocab_tokens(vocab, text):
 
 def test_offsets_are_code_points_of_the_original_text(bert_vocab):
     context = "Zoë met Ünal in 東京 😀 at Café Déjà-vu."
-    pre = QAPreprocessor(bert_vocab, sequence_length=64, doc_stride=16,
+    pre = QAPreprocessor(bert_vocab, seq_length=64, doc_stride=16,
                          max_query_length=8)
     out = {k: v.numpy()[0] for k, v in pre(tf.constant(["who?"]),
                                            tf.constant([context])).items()}
@@ -87,7 +87,7 @@ def test_offsets_are_code_points_of_the_original_text(bert_vocab):
 def test_answer_labels_point_at_the_answer_in_each_window(bert_vocab):
     context = " ".join(["filler"] * 40) + " the answer is Paris , France ."
     start = context.index("Paris")
-    pre = QAPreprocessor(bert_vocab, sequence_length=24, doc_stride=6,
+    pre = QAPreprocessor(bert_vocab, seq_length=24, doc_stride=6,
                          max_query_length=4)
     out = {k: v.numpy() for k, v in pre(
         tf.constant(["where?", "where?"]), tf.constant([context, context]),
@@ -167,7 +167,7 @@ def test_shared_norm_batches_hold_whole_questions(tmp_path, dynamic_length):
     for q in range(8):
         rows = np.flatnonzero(questions == q)
         first = ids[rows[0]]
-        key = tuple(np.pad(first, (0, pre.sequence_length - len(first))))
+        key = tuple(np.pad(first, (0, pre.seq_length - len(first))))
         assert (len(rows), start[rows, 0].tolist()) in by_text[key]
     assert y["end_logits"].numpy()[:, 1].tolist() == questions.tolist()
 
@@ -206,7 +206,7 @@ def _wnut_pairs(count=300):
 def test_decoder_matches_the_reference_on_real_tweets(bert_vocab,
                                                       version_2):
     questions, contexts = _wnut_pairs()
-    pre = QAPreprocessor(bert_vocab, sequence_length=32, doc_stride=8,
+    pre = QAPreprocessor(bert_vocab, seq_length=32, doc_stride=8,
                          max_query_length=10)
     features = pre(tf.constant(questions), tf.constant(contexts))
     rng = np.random.default_rng(0)
@@ -239,7 +239,7 @@ def test_max_context_rule_decides_the_answer(bert_vocab):
     the window that gives it the higher logit it sits at the edge (not its
     max context), so the original rule drops it there and the answer is
     the runner-up span, in the window where its piece is max context."""
-    pre = QAPreprocessor(bert_vocab, sequence_length=12, doc_stride=4,
+    pre = QAPreprocessor(bert_vocab, seq_length=12, doc_stride=4,
                          max_query_length=2)
     context = "one two three four five six seven eight nine ten eleven"
     features = {k: v.numpy() for k, v in pre(
@@ -542,6 +542,10 @@ def test_predict_cli_prints_answers_with_offsets(qa_export, tmp_path,
                      "The film was made by Bob in Rome ."]) == 0
     line = capsys.readouterr().out.strip()
     assert "'Bob'" in line and "start 21 end 24" in line
+    # The kind declares its flags: `--help` with the model lists them.
+    with pytest.raises(SystemExit):
+        cli.main(["predict", "--model", str(out), "--help"])
+    assert "flags of a span_qa export" in capsys.readouterr().out
     (tmp_path / "in.jsonl").write_text("not json\n")
     assert cli.main(["predict", "--model", str(out), "--input",
                      str(tmp_path / "in.jsonl")]) == 2

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from conftest import assert_buckets_match_fixed_length, finetune_toy
 from seqeval.metrics import classification_report, f1_score
-from test_serving import _compile_serving_check
+from test_export import _compile_serving_check
 from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
 
 from bert_tf import cli
@@ -73,7 +73,7 @@ def test_wnut_split_is_fixed():
 def test_every_word_is_predicted_exactly_once(bert_vocab):
     sentences = wnut.read_wnut()[:60]
     texts = [" ".join(w) for w, _ in sentences]
-    pre = TaggingPreprocessor(bert_vocab, sequence_length=12, doc_stride=4)
+    pre = TaggingPreprocessor(bert_vocab, seq_length=12, doc_stride=4)
     out = {k: v.numpy() for k, v in pre(tf.constant(texts)).items()}
     assert out["input_word_ids"].shape[0] > 3 * len(texts)
     seen = {}
@@ -134,7 +134,7 @@ def test_decoded_entities_equal_seqeval_across_window_edges(bert_vocab):
     equals seqeval's reading of the same tags."""
     sentences = wnut.read_wnut()[:80]
     texts = [" ".join(w) for w, _ in sentences]
-    pre = TaggingPreprocessor(bert_vocab, sequence_length=10, doc_stride=3)
+    pre = TaggingPreprocessor(bert_vocab, seq_length=10, doc_stride=3)
     features = pre(tf.constant(texts))
     rng = np.random.default_rng(1)
     logits = rng.normal(size=tuple(features["input_word_ids"].shape) + (

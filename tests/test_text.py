@@ -119,7 +119,7 @@ def test_offsets_point_into_the_original_bytes():
 # --- packer -----------------------------------------------------------------
 
 def test_pair_layout_and_segment_ids():
-    packer = BertPacker(sequence_length=10, cls_id=2, sep_id=3)
+    packer = BertPacker(seq_length=10, cls_id=2, sep_id=3)
     out = packer((tf.ragged.constant([[10, 11, 12]]),
                   tf.ragged.constant([[20, 21]])))
     assert out["input_word_ids"].numpy().tolist() == [
@@ -131,33 +131,33 @@ def test_pair_layout_and_segment_ids():
 
 
 def test_round_robin_trims_the_longer_segment_first():
-    packer = BertPacker(sequence_length=9, cls_id=2, sep_id=3)
+    packer = BertPacker(seq_length=9, cls_id=2, sep_id=3)
     a = tf.ragged.constant([[10, 11, 12, 13, 14, 15, 16], [10]])
     b = tf.ragged.constant([[20, 21], [20, 21, 22, 23, 24, 25, 26]])
     ids = packer((a, b))["input_word_ids"].numpy().tolist()
     assert ids == [[2, 10, 11, 12, 13, 3, 20, 21, 3],
                    [2, 10, 3, 20, 21, 22, 23, 24, 3]]
-    waterfall = BertPacker(sequence_length=9, cls_id=2, sep_id=3,
+    waterfall = BertPacker(seq_length=9, cls_id=2, sep_id=3,
                            truncator="waterfall")
     assert waterfall((a, b))["input_word_ids"].numpy().tolist()[0] == [
         2, 10, 11, 12, 13, 14, 15, 3, 3]
 
 
 def test_single_segment_truncation_and_unbatched():
-    packer = BertPacker(sequence_length=5, cls_id=2, sep_id=3)
+    packer = BertPacker(seq_length=5, cls_id=2, sep_id=3)
     out = packer(tf.constant([7, 8, 9, 10]))
     assert out["input_word_ids"].numpy().tolist() == [2, 7, 8, 9, 3]
-    with pytest.raises(ValueError, match="sequence_length = 2"):
-        BertPacker(sequence_length=2, cls_id=2, sep_id=3)
+    with pytest.raises(ValueError, match="seq_length = 2"):
+        BertPacker(seq_length=2, cls_id=2, sep_id=3)
     with pytest.raises(ValueError, match="truncator"):
-        BertPacker(sequence_length=8, cls_id=2, sep_id=3, truncator="x")
+        BertPacker(seq_length=8, cls_id=2, sep_id=3, truncator="x")
 
 
 # --- preprocessor -----------------------------------------------------------
 
 @pytest.mark.slow
 def test_preprocessor_everywhere_gives_the_same_result(tmp_path):
-    pre = BertPreprocessor(_write(tmp_path, VOCAB), sequence_length=8)
+    pre = BertPreprocessor(_write(tmp_path, VOCAB), seq_length=8)
     a, b = ["Hello worlds!", "", "the cafe"], ["the", "a b", "ole"]
     eager = pre((tf.constant(a), tf.constant(b)))
     graph = tf.function(lambda x, y: pre((x, y)))(tf.constant(a),
@@ -201,3 +201,18 @@ def test_dense_packing_equals_ragged_packing():
             ragged = pack_segments(segments, length, 2, 3)
             for name in ragged:
                 np.testing.assert_array_equal(dense[name], ragged[name])
+
+
+def test_old_sequence_length_keyword_still_reads(bert_vocab):
+    """One word per idea: `seq_length` everywhere; the old keyword (and old
+    saved layer configs that hold it) still load, with a warning."""
+    with pytest.warns(FutureWarning, match=r"BertPreprocessor\("
+                      r"sequence_length=...\) is deprecated: it is now "
+                      "seq_length"):
+        pre = BertPreprocessor(bert_vocab, sequence_length=16)
+    assert pre.packer.seq_length == 16
+    config = pre.packer.get_config()
+    assert "seq_length" in config and "sequence_length" not in config
+    config["sequence_length"] = config.pop("seq_length")
+    with pytest.warns(FutureWarning):
+        assert BertPacker.from_config(config).seq_length == 16

@@ -9,7 +9,7 @@ from bert_tf import cli
 from bert_tf.serving import export as export_lib
 from bert_tf.serving.tflite import TFLiteClassifier, custom_ops, export_tflite
 from conftest import save_pair_classifier
-from test_serving import HOSTILE
+from test_export import HOSTILE
 from toy_task import ENCODER, VOCAB
 
 TEXTS = ["the film was good and long", "the film was awful", "", "dull",

@@ -261,15 +261,14 @@ def _check_out(out, overwrite):
 
 
 def _write_export(out, spec, vocab, model, log, make_module):
-    """Writes the SavedModel of `make_module(vocab_path)` (staged, then
+    """Writes the SavedModel of `make_module(vocab)` (staged, then
     moved into place) with its warm-up records, signature tensors, spec
     and op audit, and updates `models.config` and the batching
     parameters; logs and returns the report."""
     staging = out.with_name(out.name + ".partial")
     staging.rmtree(ignore_errors=True)
     staging.mkdir(parents=True)
-    vocab_path = vocab.save(staging / "vocab.txt")
-    module = make_module(vocab_path)
+    module = make_module(vocab.saved(staging / "vocab.txt"))
     tf.saved_model.save(module, str(staging / "model"),
                         signatures=module.signatures())
     saved = staging / "model"
@@ -314,16 +313,20 @@ def load_exported(path):
     """Loads an export (imports tensorflow_text first, which it needs)."""
     import tensorflow_text  # noqa: F401 (registers the tf-text ops)
 
+    return tf.saved_model.load(str(_check_saved_model(path)))
+
+
+def _check_saved_model(path):
     path = GPath(path)
     if not (path / "saved_model.pb").is_file():
         raise FileNotFoundError(f"{path} is not a SavedModel (no "
                                 "saved_model.pb); pass export/NAME/VERSION.")
-    return tf.saved_model.load(str(path))
+    return path
 
 
 def exported_kind(path):
     """The task kind of an export (`assets.extra/bert_tf.json`)."""
-    info = GPath(path) / "assets.extra" / "bert_tf.json"
+    info = _check_saved_model(path) / "assets.extra" / "bert_tf.json"
     if not info.is_file():
         raise FileNotFoundError(f"{path} has no assets.extra/bert_tf.json: "
                                 "it was not written by `bert-tf export`.")

@@ -68,17 +68,16 @@ class HubPreprocessor(_Trackable):
     """The root object of the preprocessing SavedModel (module docstring).
 
     Args:
-        vocab: the `Vocab`.
-        vocab_path: vocab.txt, kept as the `vocab_file` asset.
+        vocab: the `Vocab`; its file is kept as the `vocab_file` asset.
         seq_length: the length of `preprocess(text)` and the default of
             `bert_pack_inputs`.
         lower_case: see `BertTokenizer` (None: from the vocab).
     """
 
-    def __init__(self, vocab, vocab_path, seq_length=128, lower_case=None):
+    def __init__(self, vocab, seq_length=128, lower_case=None):
         super().__init__()
         tokenizer = BertTokenizer(vocab, lower_case)
-        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+        self.vocab_file = tf.saved_model.Asset(str(vocab.path))
         special = {"vocab_size": vocab.size, "start_of_sequence_id":
                    vocab.cls_id, "end_of_segment_id": vocab.sep_id,
                    "padding_id": vocab.pad_id, "mask_id": vocab.mask_id}
@@ -135,12 +134,12 @@ class HubEncoder(_Trackable):
 
     Args:
         encoder: a `BertEncoder`.
-        vocab_path: vocab.txt, kept as the `vocab_file` asset.
+        vocab: its `Vocab`; the file is kept as the `vocab_file` asset.
     """
 
-    def __init__(self, encoder, vocab_path):
+    def __init__(self, encoder, vocab):
         super().__init__()
-        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
+        self.vocab_file = tf.saved_model.Asset(str(vocab.path))
         self.variables = [v.value for v in encoder.variables]
         self.trainable_variables = [v.value for v in
                                     encoder.trainable_variables]
@@ -206,11 +205,10 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     staging = out.with_name(out.name + ".partial")
     staging.rmtree(ignore_errors=True)
     staging.mkdir(parents=True)
-    vocab_path = pretrained.vocab.save(staging / "vocab.txt")
+    vocab = pretrained.vocab.saved(staging / "vocab.txt")
     modules = {
-        "preprocess": HubPreprocessor(pretrained.vocab, vocab_path,
-                                      seq_length, lower_case),
-        "encoder": HubEncoder(pretrained.encoder, vocab_path)}
+        "preprocess": HubPreprocessor(vocab, seq_length, lower_case),
+        "encoder": HubEncoder(pretrained.encoder, vocab)}
     info = {"kind": "hub", "checkpoint": str(checkpoint),
             "seq_length": seq_length, **{
                 k: getattr(pretrained.config, k) for k in (

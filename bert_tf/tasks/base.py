@@ -123,6 +123,15 @@ class ExportKind:
     (what `bert-tf predict` prints for an export of this kind)."""
 
     kind = ""
+    # `bert-tf predict`'s flags of this kind, beside the common ones (texts,
+    # --input, --model, --batch-size): [(flags, argparse keyword args)].
+    predict_arguments = ()
+
+    @classmethod
+    def add_predict_arguments(cls, parser):
+        """Adds the kind's own `bert-tf predict` flags to `parser`."""
+        for flags, options in cls.predict_arguments:
+            parser.add_argument(*flags, **options)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
@@ -211,10 +220,9 @@ class Task(ExportKind):
         task = cls(spec)
         model, vocab = restore_finetuned(task, best)
         return task.spec, vocab, model, (
-            lambda vocab_path: task.serving_module(model, vocab, vocab_path,
-                                                   fixed_length))
+            lambda saved: task.serving_module(model, saved, fixed_length))
 
-    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
+    def serving_module(self, model, vocab, fixed_length=False):
         """A `tf.Module` with `signatures()` and `warmup_requests()`; its
         graph cuts each request to a length bucket unless `fixed_length`."""
         raise NotImplementedError
@@ -222,8 +230,8 @@ class Task(ExportKind):
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
         """`bert-tf predict`: runs a loaded export on the command line's
-        inputs (`args.texts`, `args.input`, `args.question`, ...) and
-        prints the answers."""
+        inputs (`args.texts`, `args.input`, `args.batch_size` and the
+        kind's own `predict_arguments`) and prints the answers."""
         raise NotImplementedError
 
 
@@ -242,13 +250,13 @@ class TaskModule(tf.Module):
     # What the served graph may batch: TF Serving's allowed_batch_sizes.
     BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 
-    def __init__(self, model, vocab_path, name, sequence_length=None,
+    def __init__(self, model, vocab, name, seq_length=None,
                  fixed_length=False):
         super().__init__(name=name)
         self.model_variables = [v.value for v in model.variables]
-        self.vocab_file = tf.saved_model.Asset(str(vocab_path))
-        self.lengths = (sequence_length,) if fixed_length else \
-            bucket_lengths(sequence_length)
+        self.vocab_file = tf.saved_model.Asset(str(vocab.path))
+        self.lengths = (seq_length,) if fixed_length else \
+            bucket_lengths(seq_length)
 
     def signatures(self):
         return {"serving_default": self.serve}

@@ -10,7 +10,7 @@ from bert_tf.text.features import LENGTH_BUCKETS
 TRAINING_BOUNDARIES = tuple(b for b in LENGTH_BUCKETS if b >= 16)
 
 
-def bucket_by_length(dataset, batch_size, sequence_length,
+def bucket_by_length(dataset, batch_size, seq_length,
                      drop_remainder=False):
     """Batches `(features, labels[, weights])` examples of similar length
     together and cuts each batch to its longest row (a model's outputs do
@@ -25,7 +25,7 @@ def bucket_by_length(dataset, batch_size, sequence_length,
     >>> x["input_mask"].numpy().tolist()
     [[1, 0], [1, 1]]
     """
-    boundaries = [b for b in TRAINING_BOUNDARIES if b < sequence_length]
+    boundaries = [b for b in TRAINING_BOUNDARIES if b < seq_length]
     dataset = dataset.bucket_by_sequence_length(
         lambda x, *rest: tf.reduce_sum(x["input_mask"]), boundaries,
         [batch_size] * (len(boundaries) + 1), drop_remainder=drop_remainder)
@@ -51,7 +51,7 @@ def _shuffled_windows(examples, size, to_windows, seed, input_context):
     return dataset.shuffle(1024, seed=seed)
 
 
-def window_batches(examples, size, to_windows, batch_size, sequence_length,
+def window_batches(examples, size, to_windows, batch_size, seq_length,
                    seed=0, input_context=None, drop_remainder=False,
                    dynamic_length=False):
     """Endless shuffled training batches of windows made from examples.
@@ -66,14 +66,14 @@ def window_batches(examples, size, to_windows, batch_size, sequence_length,
         examples: a `tf.data.Dataset` of example dicts (ragged fields
             allowed).
         size: number of examples (the shuffle buffer).
-        to_windows, batch_size, sequence_length, seed, input_context,
+        to_windows, batch_size, seq_length, seed, input_context,
         drop_remainder, dynamic_length: as described above and in
         `bucket_by_length`.
     """
     dataset = _shuffled_windows(examples, size, to_windows, seed,
                                 input_context)
     if dynamic_length:
-        dataset = bucket_by_length(dataset, batch_size, sequence_length,
+        dataset = bucket_by_length(dataset, batch_size, seq_length,
                                    drop_remainder)
     else:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
@@ -81,7 +81,7 @@ def window_batches(examples, size, to_windows, batch_size, sequence_length,
 
 
 def grouped_window_batches(examples, size, to_groups, batch_size,
-                           sequence_length, seed=0, input_context=None,
+                           seq_length, seed=0, input_context=None,
                            dynamic_length=False):
     """Endless shuffled training batches of `batch_size` examples with all
     their windows, for losses that compare the windows of one example
@@ -124,7 +124,7 @@ def grouped_window_batches(examples, size, to_groups, batch_size,
             lambda v: v.to_tensor() if isinstance(v, tf.RaggedTensor) else v,
             e))
     if dynamic_length:
-        boundaries = [b for b in TRAINING_BOUNDARIES if b < sequence_length]
+        boundaries = [b for b in TRAINING_BOUNDARIES if b < seq_length]
         dataset = dataset.bucket_by_sequence_length(
             lambda x, y: tf.reduce_max(tf.reduce_sum(x["input_mask"], 1)),
             boundaries, [batch_size] * (len(boundaries) + 1))

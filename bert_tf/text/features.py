@@ -4,14 +4,35 @@ names (int32 [batch, seq]); models, pipelines and exports all use these."""
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
-def input_specs(batch_shape, sequence_length):
+def input_specs(batch_shape, seq_length):
     """{name: KerasTensor} of the encoder inputs a layer returns for inputs
     of `batch_shape` (its `compute_output_spec`)."""
     import keras
 
-    shape = tuple(batch_shape) + (sequence_length,)
+    shape = tuple(batch_shape) + (seq_length,)
     return {name: keras.KerasTensor(shape, dtype="int32")
             for name in INPUT_NAMES}
+
+
+def legacy_seq_length(kwargs, seq_length, owner):
+    """`seq_length`, or the deprecated `sequence_length` keyword popped from
+    `kwargs` (the name before one word per idea; old saved layer configs
+    and callers still pass it), with a warning.
+
+    Example:
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     legacy_seq_length({"sequence_length": 64}, 128, "BertPacker")
+    64
+    """
+    if "sequence_length" not in kwargs:
+        return seq_length
+    import warnings
+
+    warnings.warn(f"{owner}(sequence_length=...) is deprecated: it is now "
+                  "seq_length.", FutureWarning, stacklevel=3)
+    return kwargs.pop("sequence_length")
 
 
 # Sequence lengths a batch is cut to: training groups texts of similar
@@ -20,20 +41,20 @@ def input_specs(batch_shape, sequence_length):
 LENGTH_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 
 
-def bucket_lengths(sequence_length):
-    """The buckets an export of `sequence_length` runs at (the last is
-    `sequence_length` itself).
+def bucket_lengths(seq_length):
+    """The buckets an export of `seq_length` runs at (the last is
+    `seq_length` itself).
 
     Example:
     >>> bucket_lengths(64), bucket_lengths(100)
     ((8, 16, 24, 32, 48, 64), (8, 16, 24, 32, 48, 64, 96, 100))
     """
-    return tuple(b for b in LENGTH_BUCKETS if b < sequence_length) + (
-        sequence_length,)
+    return tuple(b for b in LENGTH_BUCKETS if b < seq_length) + (
+        seq_length,)
 
 
-def cut_to_bucket(features, sequence_length, keys=INPUT_NAMES):
-    """`features` with the [batch, sequence_length] entries named in `keys`
+def cut_to_bucket(features, seq_length, keys=INPUT_NAMES):
+    """`features` with the [batch, seq_length] entries named in `keys`
     cut to the bucket that holds the longest row (by `input_mask`). A
     model's outputs at real positions do not depend on padding, so only the
     work changes.
@@ -49,7 +70,7 @@ def cut_to_bucket(features, sequence_length, keys=INPUT_NAMES):
 
     longest = tf.reduce_max(tf.reduce_sum(
         tf.cast(features["input_mask"], tf.int32), axis=1))
-    buckets = tf.constant(bucket_lengths(sequence_length), tf.int32)
+    buckets = tf.constant(bucket_lengths(seq_length), tf.int32)
     # The first bucket >= longest; an empty batch gets the smallest.
     length = tf.gather(buckets, tf.minimum(
         tf.searchsorted(buckets, [longest], side="left")[0],

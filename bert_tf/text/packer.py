@@ -11,7 +11,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.features import input_specs
+from bert_tf.text.features import input_specs, legacy_seq_length
 
 TRUNCATORS = ("round_robin", "waterfall")
 
@@ -23,28 +23,28 @@ def _as_ragged(ids):
     return tf.RaggedTensor.from_tensor(ids)
 
 
-def pack_segments(segments, sequence_length, cls_id, sep_id, pad_id=0,
+def pack_segments(segments, seq_length, cls_id, sep_id, pad_id=0,
                   truncator="round_robin"):
     """`BertPacker`'s packing as a function: `segments` (a list of one or
     two [batch, (tokens)] id tensors) -> the three int32 encoder inputs
-    [batch, sequence_length]. `sequence_length` may be a scalar tensor
+    [batch, seq_length]. `seq_length` may be a scalar tensor
     (the TF Hub-format `bert_pack_inputs(..., seq_length=)`)."""
     segments = [tf.cast(_as_ragged(s), tf.int32) for s in segments]
-    budget = sequence_length - (len(segments) + 1)
+    budget = seq_length - (len(segments) + 1)
     trimmer_cls = (tf_text.RoundRobinTrimmer if truncator == "round_robin"
                    else tf_text.WaterfallTrimmer)
     segments = trimmer_cls(budget).trim(segments)
     ids, type_ids = tf_text.combine_segments(
         segments, start_of_sequence_id=cls_id, end_of_segment_id=sep_id)
-    word_ids, mask = tf_text.pad_model_inputs(ids, sequence_length,
+    word_ids, mask = tf_text.pad_model_inputs(ids, seq_length,
                                               pad_value=pad_id)
-    type_ids, _ = tf_text.pad_model_inputs(type_ids, sequence_length)
+    type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
     return {"input_word_ids": tf.cast(word_ids, tf.int32),
             "input_mask": tf.cast(mask, tf.int32),
             "input_type_ids": tf.cast(type_ids, tf.int32)}
 
 
-def pack_dense(segments, sequence_length, cls_id, sep_id, pad_id=0):
+def pack_dense(segments, seq_length, cls_id, sep_id, pad_id=0):
     """`pack_segments` (round robin) with dense ops only (gather, where,
     min), for runtimes without ragged kernels such as TFLite builtins.
 
@@ -52,12 +52,12 @@ def pack_dense(segments, sequence_length, cls_id, sep_id, pad_id=0):
         segments: one or two ragged [batch, (tokens)] int32 ids.
 
     Returns:
-        the three int32 encoder inputs [batch, sequence_length].
+        the three int32 encoder inputs [batch, seq_length].
     """
     if not 1 <= len(segments) <= 2:
         raise ValueError(f"pack_dense takes one or two segments, got "
                          f"{len(segments)}.")
-    length = sequence_length
+    length = seq_length
     budget = length - (len(segments) + 1)
     dense = [s.to_tensor(default_value=pad_id, shape=[None, length])
              for s in segments]
@@ -93,7 +93,7 @@ class BertPacker(keras.layers.Layer):
     """One or two segments of ids -> `input_word_ids/input_mask/input_type_ids`.
 
     Args:
-        sequence_length: the fixed output length (special tokens included).
+        seq_length: the fixed output length (special tokens included).
         cls_id: id of `[CLS]`.
         sep_id: id of `[SEP]`.
         pad_id: id of `[PAD]`.
@@ -106,11 +106,11 @@ class BertPacker(keras.layers.Layer):
             accepted too.
 
     Returns:
-        a dict of int32 tensors [batch, sequence_length] (or
-        [sequence_length] for an unbatched example).
+        a dict of int32 tensors [batch, seq_length] (or
+        [seq_length] for an unbatched example).
 
     Example:
-    >>> packer = BertPacker(sequence_length=8, cls_id=101, sep_id=102)
+    >>> packer = BertPacker(seq_length=8, cls_id=101, sep_id=102)
     >>> out = packer((tf.ragged.constant([[7, 8, 9]]),
     ...               tf.ragged.constant([[5, 6]])))
     >>> out["input_word_ids"].numpy().tolist()
@@ -119,21 +119,24 @@ class BertPacker(keras.layers.Layer):
     [[0, 0, 0, 0, 0, 1, 1, 1]]
     """
 
-    def __init__(self, sequence_length, cls_id, sep_id, pad_id=0,
+    def __init__(self, seq_length=None, cls_id=None, sep_id=None, pad_id=0,
                  truncator="round_robin", **kwargs):
+        seq_length = legacy_seq_length(kwargs, seq_length, "BertPacker")
+        if seq_length is None or cls_id is None or sep_id is None:
+            raise TypeError("BertPacker needs seq_length, cls_id and sep_id.")
         kwargs.pop("dtype", None)
         super().__init__(dtype="int32", **kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        if sequence_length < 3:
+        if seq_length < 3:
             raise ValueError(
-                f"sequence_length = {sequence_length}: must be >= 3 to hold "
+                f"seq_length = {seq_length}: must be >= 3 to hold "
                 "[CLS] and [SEP] and at least one token.")
         if truncator not in TRUNCATORS:
             raise ValueError(f"truncator = {truncator!r}: must be one of "
                              f"{', '.join(TRUNCATORS)}.")
         # === Config ===
-        self.sequence_length = int(sequence_length)
+        self.seq_length = int(seq_length)
         self.cls_id = int(cls_id)
         self.sep_id = int(sep_id)
         self.pad_id = int(pad_id)
@@ -150,7 +153,7 @@ class BertPacker(keras.layers.Layer):
             tf.convert_to_tensor(segments[0]).shape.rank == 1
         if unbatched:
             segments = [tf.convert_to_tensor(s)[None] for s in segments]
-        outputs = pack_segments(segments, self.sequence_length, self.cls_id,
+        outputs = pack_segments(segments, self.seq_length, self.cls_id,
                                 self.sep_id, self.pad_id, self.truncator)
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
@@ -159,13 +162,13 @@ class BertPacker(keras.layers.Layer):
     def compute_output_spec(self, segments):
         first = segments[0] if isinstance(segments, (tuple, list)) else \
             segments
-        return input_specs(first.shape[:-1], self.sequence_length)
+        return input_specs(first.shape[:-1], self.seq_length)
 
     def get_config(self):
         config = super().get_config()
         config.pop("dtype", None)
         config.update({
-            "sequence_length": self.sequence_length,
+            "seq_length": self.seq_length,
             "cls_id": self.cls_id,
             "sep_id": self.sep_id,
             "pad_id": self.pad_id,

@@ -7,7 +7,7 @@ serving graphs.
 
 import keras
 
-from bert_tf.text.features import input_specs
+from bert_tf.text.features import input_specs, legacy_seq_length
 from bert_tf.text.packer import BertPacker
 from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
 
@@ -18,7 +18,7 @@ class BertPreprocessor(keras.layers.Layer):
 
     Args:
         vocabulary: a vocab.txt path, a `Vocab` or a token list.
-        sequence_length: output length, special tokens included.
+        seq_length: output length, special tokens included.
         lower_case: see `BertTokenizer` (None: from the vocab).
         strip_accents: see `BertTokenizer`.
         truncator: see `BertPacker`.
@@ -29,14 +29,15 @@ class BertPreprocessor(keras.layers.Layer):
     Example:
     >>> import tensorflow as tf
     >>> pre = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...                         "hi", "there"], sequence_length=6)
+    ...                         "hi", "there"], seq_length=6)
     >>> pre((tf.constant(["Hi"]), tf.constant(["there"])))[
     ...     "input_word_ids"].numpy().tolist()
     [[2, 5, 3, 6, 3, 0]]
     """
 
-    def __init__(self, vocabulary, sequence_length=128, lower_case=None,
+    def __init__(self, vocabulary, seq_length=128, lower_case=None,
                  strip_accents=None, truncator="round_robin", **kwargs):
+        seq_length = legacy_seq_length(kwargs, seq_length, "BertPreprocessor")
         kwargs.pop("dtype", None)
         super().__init__(dtype="int32", **kwargs)
         self._convert_input_args = False
@@ -45,13 +46,13 @@ class BertPreprocessor(keras.layers.Layer):
         self.tokenizer = BertTokenizer(vocabulary, lower_case, strip_accents,
                                        name="tokenizer")
         vocab = self.tokenizer.vocab
-        self.packer = BertPacker(sequence_length, vocab.cls_id, vocab.sep_id,
+        self.packer = BertPacker(seq_length, vocab.cls_id, vocab.sep_id,
                                  vocab.pad_id, truncator, name="packer")
         self.built = True
 
     @property
-    def sequence_length(self):
-        return self.packer.sequence_length
+    def seq_length(self):
+        return self.packer.seq_length
 
     def call(self, text):
         texts = text if isinstance(text, (tuple, list)) else [text]
@@ -59,11 +60,11 @@ class BertPreprocessor(keras.layers.Layer):
 
     def compute_output_spec(self, text):
         first = text[0] if isinstance(text, (tuple, list)) else text
-        return input_specs(first.shape, self.sequence_length)
+        return input_specs(first.shape, self.seq_length)
 
     def get_config(self):
         return preprocessor_config(
             super().get_config(), self.tokenizer,
-            sequence_length=self.sequence_length,
+            seq_length=self.seq_length,
             truncator=self.packer.truncator)
 

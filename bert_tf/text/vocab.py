@@ -61,6 +61,11 @@ class Vocab:
                     if not t.startswith("[") and t != t.lower())
         return upper > max(10, len(self.tokens) // 1000)
 
+    def saved(self, path):
+        """Writes the vocab to `path`; returns it as a `Vocab` whose `path`
+        is that file (what an export keeps as its asset)."""
+        return dataclasses.replace(self, path=str(self.save(path)))
+
     def save(self, path):
         """Writes the vocab as vocab.txt; returns the path."""
         GPath(path).write_text("".join(t + "\n" for t in self.tokens),

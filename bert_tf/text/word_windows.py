@@ -16,7 +16,8 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
+from bert_tf.text.features import (INPUT_NAMES, cut_to_bucket,
+                                   legacy_seq_length)
 from bert_tf.text.tokenizer import (BertTokenizer, byte_to_char_offsets,
                                     preprocessor_config)
 from bert_tf.text.windows import gather_pieces, place, stride_windows
@@ -28,7 +29,7 @@ class TaggingPreprocessor(keras.layers.Layer):
 
     Args:
         vocabulary: a vocab.txt path, a `Vocab` or a token list.
-        sequence_length: window length, special tokens included.
+        seq_length: window length, special tokens included.
         doc_stride: word pieces between the starts of adjacent windows.
         lower_case, strip_accents: see `BertTokenizer`.
 
@@ -49,7 +50,7 @@ class TaggingPreprocessor(keras.layers.Layer):
     Example:
     >>> pre = TaggingPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
     ...                            "[MASK]", "ann", "lives", "in", "oslo",
-    ...                            "##w"], sequence_length=8)
+    ...                            "##w"], seq_length=8)
     >>> out = pre(tf.constant(["Ann lives in Oslow"]),
     ...           tf.ragged.constant([[1, 0, 0, 3]]))
     >>> out["input_word_ids"].numpy().tolist()
@@ -60,17 +61,19 @@ class TaggingPreprocessor(keras.layers.Layer):
     ([[0, 1, 0, 0, 3, 0, 0, 0]], [[0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]])
     """
 
-    def __init__(self, vocabulary, sequence_length=128, doc_stride=64,
+    def __init__(self, vocabulary, seq_length=128, doc_stride=64,
                  lower_case=None, strip_accents=None, **kwargs):
+        seq_length = legacy_seq_length(kwargs, seq_length,
+                                       "TaggingPreprocessor")
         kwargs.pop("dtype", None)
         super().__init__(dtype="int32", **kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        if sequence_length < 3 or doc_stride < 1:
-            raise ValueError(f"sequence_length = {sequence_length} must be "
+        if seq_length < 3 or doc_stride < 1:
+            raise ValueError(f"seq_length = {seq_length} must be "
                              f">= 3 and doc_stride = {doc_stride} >= 1.")
         # === Config ===
-        self.sequence_length = int(sequence_length)
+        self.seq_length = int(seq_length)
         self.doc_stride = int(doc_stride)
 
         # === Layers ===
@@ -80,7 +83,7 @@ class TaggingPreprocessor(keras.layers.Layer):
 
     def call(self, text, word_labels=None):
         vocab = self.tokenizer.vocab
-        length = self.sequence_length
+        length = self.seq_length
         text = tf.convert_to_tensor(text, tf.string)
         words, byte_start, byte_end = tf_text.regex_split_with_offsets(
             text, r"\s+")
@@ -148,10 +151,10 @@ class TaggingPreprocessor(keras.layers.Layer):
         windows = self(text)
         if fixed_length:
             return windows
-        return cut_to_bucket(windows, self.sequence_length,
+        return cut_to_bucket(windows, self.seq_length,
                              (*INPUT_NAMES, "word_index", "word_is_max"))
 
     def get_config(self):
         return preprocessor_config(
             super().get_config(), self.tokenizer,
-            sequence_length=self.sequence_length, doc_stride=self.doc_stride)
+            seq_length=self.seq_length, doc_stride=self.doc_stride)

@@ -134,10 +134,10 @@ class Classification(Task):
             data, split, self.preprocessor(vocab), batch_size,
             dynamic_length=dynamic_length))
 
-    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
+    def serving_module(self, model, vocab, fixed_length=False):
         return ClassifierModule(model, self.preprocessor(vocab),
                                 self.spec.labels, self.spec.pair,
-                                vocab_path, fixed_length)
+                                vocab, fixed_length)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
@@ -188,15 +188,16 @@ class ClassifierModule(TaskModule):
         preprocessor: the `BertPreprocessor` it was trained with.
         labels: class names in id order (empty: regression).
         pair: the task takes `text` and `text_b`.
-        vocab_path: vocab.txt, copied into the SavedModel's assets.
+        vocab: the `Vocab` (its file is copied into the SavedModel's
+            assets).
         fixed_length: run every request at the full sequence length (for
             XLA or TPU serving) instead of its length bucket.
     """
 
-    def __init__(self, model, preprocessor, labels, pair, vocab_path,
+    def __init__(self, model, preprocessor, labels, pair, vocab,
                  fixed_length=False):
-        super().__init__(model, vocab_path, "bert_classifier",
-                         preprocessor.sequence_length, fixed_length)
+        super().__init__(model, vocab, "bert_classifier",
+                         preprocessor.seq_length, fixed_length)
         self.pair = pair
         self.label_names = tf.constant(list(labels) or [""])
         self.warmup_inputs = [
@@ -215,7 +216,7 @@ class ClassifierModule(TaskModule):
         def serve(text, text_b=None):
             inputs = inputs_of(text, text_b)
             if not fixed_length:
-                inputs = cut_to_bucket(inputs, preprocessor.sequence_length)
+                inputs = cut_to_bucket(inputs, preprocessor.seq_length)
             logits = tf.cast(model(inputs, training=False), tf.float32)
             if regression:
                 return {"score": logits[:, 0], "logits": logits}

@@ -120,5 +120,5 @@ def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
                            deterministic=True).prefetch(tf.data.AUTOTUNE)
     dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE,
                           deterministic=True)
-    return bucket_by_length(dataset, batch_size, preprocessor.sequence_length,
+    return bucket_by_length(dataset, batch_size, preprocessor.seq_length,
                             drop_remainder).prefetch(tf.data.AUTOTUNE)

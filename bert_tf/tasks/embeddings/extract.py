@@ -109,7 +109,7 @@ def embedding_graph(encoder, preprocessor, normalize=True,
     def embed(text):
         inputs = preprocessor(text)
         if not fixed_length:
-            inputs = cut_to_bucket(inputs, preprocessor.sequence_length,
+            inputs = cut_to_bucket(inputs, preprocessor.seq_length,
                                    INPUT_NAMES)
         outputs = encoder(inputs, training=False)
         return mean_pool(outputs["sequence_output"], inputs["input_mask"],
@@ -155,7 +155,7 @@ class SentenceEmbedder:
     Args:
         encoder: a `BertEncoder` (e.g. `load_encoder("hf:...").encoder`).
         vocabulary: its vocab (path, `Vocab` or token list).
-        sequence_length: longer texts are truncated (sentence-transformers
+        seq_length: longer texts are truncated (sentence-transformers
             uses 256 for all-MiniLM-L6-v2).
         normalize: L2-normalise (as all-MiniLM-L6-v2's last module does).
 
@@ -169,10 +169,10 @@ class SentenceEmbedder:
     ((3, 8), 1.0)
     """
 
-    def __init__(self, encoder, vocabulary, sequence_length=256,
+    def __init__(self, encoder, vocabulary, seq_length=256,
                  normalize=True):
         self.hidden_size = encoder.config.hidden_size
-        self.preprocessor = BertPreprocessor(vocabulary, sequence_length)
+        self.preprocessor = BertPreprocessor(vocabulary, seq_length)
         self.function = tf.function(embedding_graph(
             encoder, self.preprocessor, normalize), reduce_retracing=True)
 
@@ -191,7 +191,7 @@ class FeatureExtractor:
         encoder: a `BertEncoder`.
         vocabulary: its vocab.
         layers: one of `LAYER_CHOICES` or `layer_N`.
-        sequence_length, doc_stride: the windows long texts go through.
+        seq_length, doc_stride: the windows long texts go through.
 
     Example:
     >>> from bert_tf.models.encoder import BertEncoder
@@ -204,10 +204,10 @@ class FeatureExtractor:
     """
 
     def __init__(self, encoder, vocabulary, layers="concat_last_four",
-                 sequence_length=128, doc_stride=64):
+                 seq_length=128, doc_stride=64):
         check_layers(layers, len(encoder.transformer_layers))
         self.layers = layers
-        self.preprocessor = TaggingPreprocessor(vocabulary, sequence_length,
+        self.preprocessor = TaggingPreprocessor(vocabulary, seq_length,
                                                 doc_stride)
         self.function = tf.function(word_feature_graph(
             encoder, self.preprocessor, layers), reduce_retracing=True)

@@ -33,9 +33,9 @@ class EmbeddingModule(TaskModule):
 
     warmup_inputs = [{"text": [text]} for text in WARMUP]
 
-    def __init__(self, encoder, vocabulary, vocab_path, spec,
+    def __init__(self, encoder, vocabulary, spec,
                  fixed_length=False):
-        super().__init__(encoder, vocab_path, "bert_embeddings",
+        super().__init__(encoder, vocabulary, "bert_embeddings",
                          spec["seq_length"], fixed_length)
         embed = embedding_graph(
             encoder, BertPreprocessor(vocabulary, spec["seq_length"]),
@@ -73,7 +73,7 @@ class Embeddings(ExportKind):
 
     @classmethod
     def build_export(cls, checkpoint, fixed_length=False,
-                     sequence_length=256, normalize=True, word_seq_length=128,
+                     seq_length=256, normalize=True, word_seq_length=128,
                      doc_stride=64):
         """(spec, vocab, encoder, make_module) of the `embeddings` export of
         a pre-trained encoder: raw text in, sentence embeddings out
@@ -84,27 +84,27 @@ class Embeddings(ExportKind):
             checkpoint: `hf:PATH`, `tf1:PATH`, `garden:PATH` or a bert_tf
                 checkpoint directory (`bert_tf.checkpoints.load_encoder`).
             fixed_length: run every request at the full length.
-            sequence_length: embeddings truncate texts to this many pieces.
+            seq_length: embeddings truncate texts to this many pieces.
             normalize: L2-normalise the embeddings.
             word_seq_length, doc_stride: the windows of `word_features`.
         """
         pretrained = checkpoints.load_encoder(checkpoint)
         encoder = pretrained.encoder
-        check_lengths(encoder.config, sequence_length=sequence_length,
+        check_lengths(encoder.config, seq_length=seq_length,
                       word_seq_length=word_seq_length)
         if not 1 <= doc_stride <= word_seq_length - 2:
             raise ValueError(
                 f"doc_stride = {doc_stride}: must be in [1, "
                 f"word_seq_length - 2 = {word_seq_length - 2}].")
         spec = {"kind": cls.kind, "name": str(checkpoint),
-                "seq_length": sequence_length, "pooling": "mean",
+                "seq_length": seq_length, "pooling": "mean",
                 "normalize": bool(normalize),
                 "word_seq_length": word_seq_length, "doc_stride": doc_stride,
                 "num_layers": encoder.config.num_layers,
                 "hidden_size": encoder.config.hidden_size}
         return spec, pretrained.vocab, encoder, (
-            lambda vocab_path: EmbeddingModule(
-                encoder, pretrained.vocab, vocab_path, spec, fixed_length))
+            lambda vocab: EmbeddingModule(encoder, vocab, spec,
+                                          fixed_length))
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):

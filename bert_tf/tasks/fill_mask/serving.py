@@ -26,7 +26,7 @@ from bert_tf.text.tokenizer import BertTokenizer
 OUTPUTS = ("tokens", "token_ids", "probabilities", "count", "masks")
 
 
-def mask_features(tokenizer, text, marker, sequence_length, max_masks):
+def mask_features(tokenizer, text, marker, seq_length, max_masks):
     """text [B] -> encoder inputs with the mask id at each marker, plus
     `masked_lm_positions` [B, max_masks], `count` and `masks` [B]."""
     vocab = tokenizer.vocab
@@ -46,9 +46,9 @@ def mask_features(tokenizer, text, marker, sequence_length, max_masks):
     found = tf.reduce_sum(tf.cast(tf.equal(ids, vocab.mask_id), tf.int32),
                           axis=1)
     packed, segments = tf_text.combine_segments(
-        [ids[:, :sequence_length - 2]], start_of_sequence_id=vocab.cls_id,
+        [ids[:, :seq_length - 2]], start_of_sequence_id=vocab.cls_id,
         end_of_segment_id=vocab.sep_id)
-    word_ids, mask = tf_text.pad_model_inputs(packed, sequence_length,
+    word_ids, mask = tf_text.pad_model_inputs(packed, seq_length,
                                               pad_value=vocab.pad_id)
     word_ids = tf.cast(word_ids, tf.int32)
     is_mask = tf.equal(word_ids, vocab.mask_id)
@@ -106,9 +106,9 @@ class FillMaskModule(TaskModule):
     warmup_inputs = [{"text": ["Paris is the [MASK] of France."]},
                      {"text": [""]}]
 
-    def __init__(self, pretrainer, vocabulary, vocab_path, spec,
+    def __init__(self, pretrainer, vocabulary, spec,
                  fixed_length=False):
-        super().__init__(pretrainer, vocab_path, "bert_fill_mask",
+        super().__init__(pretrainer, vocabulary, "bert_fill_mask",
                          spec["seq_length"], fixed_length)
         fill = fill_mask_graph(pretrainer, BertTokenizer(vocabulary), spec,
                                fixed_length)
@@ -130,7 +130,7 @@ class FillMask(ExportKind):
 
     @classmethod
     def build_export(cls, checkpoint, fixed_length=False,
-                     sequence_length=128, marker="[MASK]", top_k=5,
+                     seq_length=128, marker="[MASK]", top_k=5,
                      max_masks=8):
         """(spec, vocab, pretrainer, make_module) of the `fill_mask` export
         of a pre-trained model with its masked-LM head: raw text with
@@ -142,7 +142,7 @@ class FillMask(ExportKind):
                 masked-LM head (`bert-tf convert` output of a model that has
                 one, or a pre-training run's model_dir).
             fixed_length: run every request at the full length.
-            sequence_length: texts are cut to this many pieces.
+            seq_length: texts are cut to this many pieces.
             marker: the string that marks a mask in the text.
             top_k, max_masks: tokens per mask, masks per text.
         """
@@ -165,14 +165,13 @@ class FillMask(ExportKind):
         if not 1 <= top_k <= vocab_size or max_masks < 1:
             raise ValueError(f"top_k = {top_k} must be in [1, {vocab_size}] "
                              f"and max_masks = {max_masks} >= 1.")
-        check_lengths(pretrained.config, sequence_length=sequence_length)
+        check_lengths(pretrained.config, seq_length=seq_length)
         spec = {"kind": cls.kind, "name": str(checkpoint),
-                "seq_length": sequence_length, "marker": marker,
+                "seq_length": seq_length, "marker": marker,
                 "top_k": top_k, "max_masks": max_masks}
         return spec, pretrained.vocab, pretrainer, (
-            lambda vocab_path: FillMaskModule(
-                pretrainer, pretrained.vocab, vocab_path, spec,
-                fixed_length))
+            lambda vocab: FillMaskModule(pretrainer, vocab, spec,
+                                         fixed_length))
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):

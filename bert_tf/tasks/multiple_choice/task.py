@@ -44,7 +44,7 @@ def choice_features(preprocessor, context, choices, fixed_length=True):
     packed = preprocessor((tf.repeat(context, count),
                            tf.reshape(choices, [-1])))
     if not fixed_length:
-        packed = cut_to_bucket(packed, preprocessor.sequence_length)
+        packed = cut_to_bucket(packed, preprocessor.seq_length)
     length = tf.shape(packed["input_word_ids"])[1]
     return {name: tf.reshape(value, [-1, count, length])
             for name, value in packed.items()}
@@ -74,6 +74,10 @@ class MultipleChoice(Task):
 
     kind = "multiple_choice"
     config_class = MultipleChoiceConfig
+    predict_arguments = (
+        (("--context",), {"help": "the context"}),
+        (("--choice",), {"action": "append", "default": [],
+                         "help": "one choice (repeat for each)"}))
 
     @classmethod
     def load_data(cls, t):
@@ -162,9 +166,9 @@ class MultipleChoice(Task):
                 "loss": float(-np.mean(log_probs[np.arange(len(labels)),
                                                  labels]))}
 
-    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
+    def serving_module(self, model, vocab, fixed_length=False):
         return MultipleChoiceModule(model, self.preprocessor(vocab),
-                                    vocab_path, fixed_length)
+                                    vocab, fixed_length)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
@@ -183,9 +187,9 @@ class MultipleChoice(Task):
 class MultipleChoiceModule(TaskModule):
     """The `tf.Module` that becomes the multiple-choice SavedModel."""
 
-    def __init__(self, model, preprocessor, vocab_path, fixed_length=False):
-        super().__init__(model, vocab_path, "bert_multiple_choice",
-                         preprocessor.sequence_length, fixed_length)
+    def __init__(self, model, preprocessor, vocab, fixed_length=False):
+        super().__init__(model, vocab, "bert_multiple_choice",
+                         preprocessor.seq_length, fixed_length)
         self.warmup_inputs = [{"context": [context], "choices": [list(c)]}
                               for context, c in WARMUP]
 

@@ -40,7 +40,7 @@ def pair_inputs(preprocessor, text, text_b, bucket=False):
     a, b = preprocessor(text), preprocessor(text_b)
     rows = {k: tf.concat([a[k], b[k]], axis=0) for k in INPUT_NAMES}
     if bucket:
-        rows = cut_to_bucket(rows, preprocessor.sequence_length)
+        rows = cut_to_bucket(rows, preprocessor.seq_length)
     count = tf.shape(a["input_word_ids"])[0]
     return {k: tf.stack([v[:count], v[count:]], axis=1)
             for k, v in rows.items()}
@@ -129,8 +129,8 @@ class Similarity(Task):
         results["loss"] = float(np.mean((predicted - gold) ** 2))
         return results
 
-    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
-        return SimilarityModule(model, self.preprocessor(vocab), vocab_path,
+    def serving_module(self, model, vocab, fixed_length=False):
+        return SimilarityModule(model, self.preprocessor(vocab), vocab,
                                 fixed_length)
 
     @classmethod
@@ -168,9 +168,9 @@ class SimilarityModule(TaskModule):
 
     warmup_inputs = [{"text": [a], "text_b": [b]} for a, b in WARMUP]
 
-    def __init__(self, model, preprocessor, vocab_path, fixed_length=False):
-        super().__init__(model, vocab_path, "bert_similarity",
-                         preprocessor.sequence_length, fixed_length)
+    def __init__(self, model, preprocessor, vocab, fixed_length=False):
+        super().__init__(model, vocab, "bert_similarity",
+                         preprocessor.seq_length, fixed_length)
         score = score_graph(model, preprocessor, fixed_length)
 
         def serve(text, text_b):
@@ -182,7 +182,7 @@ class SimilarityModule(TaskModule):
         def embed(text):
             inputs = preprocessor(string_batch(text, "text"))
             if not fixed_length:
-                inputs = cut_to_bucket(inputs, preprocessor.sequence_length)
+                inputs = cut_to_bucket(inputs, preprocessor.seq_length)
             return {"embedding": model.embed(inputs, training=False)}
 
         self.serve = tf.function(serve, input_signature=[

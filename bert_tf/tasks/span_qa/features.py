@@ -5,7 +5,7 @@ pipeline of fine-tuning, in evaluation and inside the exported SavedModel.
 It follows the original `run_squad.py`:
 
 - the question keeps its first `max_query_length` word pieces;
-- the context is cut into windows of `sequence_length - len(question) - 3`
+- the context is cut into windows of `seq_length - len(question) - 3`
   pieces that start every `doc_stride` pieces, so nothing is truncated away
   (a context of any length becomes as many windows as it needs);
 - each window is `[CLS] question [SEP] context piece [SEP]`, padded;
@@ -24,7 +24,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.features import INPUT_NAMES
+from bert_tf.text.features import INPUT_NAMES, legacy_seq_length
 from bert_tf.text.tokenizer import (BertTokenizer, byte_to_char_offsets,
                                     preprocessor_config)
 from bert_tf.text.windows import gather_pieces, place, stride_windows
@@ -39,7 +39,7 @@ class QAPreprocessor(keras.layers.Layer):
 
     Args:
         vocabulary: a vocab.txt path, a `Vocab` or a token list.
-        sequence_length: window length, special tokens included.
+        seq_length: window length, special tokens included.
         doc_stride: word pieces between the starts of adjacent windows.
         max_query_length: word pieces kept of the question.
         lower_case, strip_accents: see `BertTokenizer`.
@@ -61,7 +61,7 @@ class QAPreprocessor(keras.layers.Layer):
     Example:
     >>> pre = QAPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
     ...                       "who", "?", "ann", "met", "bob", "."],
-    ...                      sequence_length=8, doc_stride=2,
+    ...                      seq_length=8, doc_stride=2,
     ...                      max_query_length=2)
     >>> out = pre(tf.constant(["Who?"]), tf.constant(["Ann met Bob."]),
     ...           tf.constant([8]), tf.constant([11]))
@@ -73,9 +73,10 @@ class QAPreprocessor(keras.layers.Layer):
     [[0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 0, 0]]
     """
 
-    def __init__(self, vocabulary, sequence_length=384, doc_stride=128,
+    def __init__(self, vocabulary, seq_length=384, doc_stride=128,
                  max_query_length=64, lower_case=None, strip_accents=None,
                  **kwargs):
+        seq_length = legacy_seq_length(kwargs, seq_length, "QAPreprocessor")
         kwargs.pop("dtype", None)
         super().__init__(dtype="int32", **kwargs)
         self._convert_input_args = False
@@ -84,14 +85,14 @@ class QAPreprocessor(keras.layers.Layer):
             raise ValueError(
                 f"max_query_length = {max_query_length}, doc_stride = "
                 f"{doc_stride}: both must be >= 1.")
-        if sequence_length < max_query_length + 4:
+        if seq_length < max_query_length + 4:
             raise ValueError(
-                f"sequence_length = {sequence_length} leaves no room for "
+                f"seq_length = {seq_length} leaves no room for "
                 f"context after a question of max_query_length = "
                 f"{max_query_length} and 3 special tokens: make it at least "
                 f"{max_query_length + 4}.")
         # === Config ===
-        self.sequence_length = int(sequence_length)
+        self.seq_length = int(seq_length)
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
 
@@ -102,7 +103,7 @@ class QAPreprocessor(keras.layers.Layer):
 
     def call(self, question, context, answer_start=None, answer_end=None):
         vocab = self.tokenizer.vocab
-        length, stride = self.sequence_length, self.doc_stride
+        length, stride = self.seq_length, self.doc_stride
         question = tf.convert_to_tensor(question, tf.string)
         context = tf.convert_to_tensor(context, tf.string)
         query = self.tokenizer(question)[:, :self.max_query_length]
@@ -182,5 +183,5 @@ class QAPreprocessor(keras.layers.Layer):
     def get_config(self):
         return preprocessor_config(
             super().get_config(), self.tokenizer,
-            sequence_length=self.sequence_length, doc_stride=self.doc_stride,
+            seq_length=self.seq_length, doc_stride=self.doc_stride,
             max_query_length=self.max_query_length)

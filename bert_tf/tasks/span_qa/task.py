@@ -50,6 +50,9 @@ class SpanQA(Task):
 
     kind = "span_qa"
     config_class = SpanQAConfig
+    predict_arguments = (
+        (("--question",), {"help": "the question"}),
+        (("--context",), {"help": "the context, or @FILE to read it"}))
 
     @classmethod
     def load_data(cls, t):
@@ -187,9 +190,9 @@ class SpanQA(Task):
             return {}
         return {"null_threshold": float(best_results["best_f1_thresh"])}
 
-    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
+    def serving_module(self, model, vocab, fixed_length=False):
         return SpanQAModule(model, self.preprocessor(vocab), self.spec,
-                            vocab_path, fixed_length)
+                            vocab, fixed_length)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
@@ -241,7 +244,7 @@ def answer_graph(model, preprocessor, spec, fixed_length=False):
         features = preprocessor(question, context)
         if not fixed_length:
             features = cut_to_bucket(
-                features, preprocessor.sequence_length,
+                features, preprocessor.seq_length,
                 [k for k, v in features.items() if v.shape.rank == 2])
         logits = model({k: features[k] for k in INPUT_NAMES},
                        training=False)
@@ -260,10 +263,10 @@ class SpanQAModule(TaskModule):
 
     warmup_inputs = [{"question": [q], "context": [c]} for q, c in WARMUP]
 
-    def __init__(self, model, preprocessor, spec, vocab_path,
+    def __init__(self, model, preprocessor, spec, vocab,
                  fixed_length=False):
-        super().__init__(model, vocab_path, "bert_span_qa",
-                         preprocessor.sequence_length, fixed_length)
+        super().__init__(model, vocab, "bert_span_qa",
+                         preprocessor.seq_length, fixed_length)
         answer = answer_graph(model, preprocessor, spec, fixed_length)
 
         def serve(question, context):

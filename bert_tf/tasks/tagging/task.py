@@ -155,9 +155,9 @@ class Tagging(Task):
         types = sorted({t[2:] for t in labels if t != "O"})
         return entity_scores(gold, predicted, types)
 
-    def serving_module(self, model, vocab, vocab_path, fixed_length=False):
+    def serving_module(self, model, vocab, fixed_length=False):
         return TaggingModule(model, self.preprocessor(vocab), self.spec,
-                             vocab_path, fixed_length)
+                             vocab, fixed_length)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
@@ -199,10 +199,10 @@ class TaggingModule(TaskModule):
 
     warmup_inputs = [{"text": [text]} for text in WARMUP]
 
-    def __init__(self, model, preprocessor, spec, vocab_path,
+    def __init__(self, model, preprocessor, spec, vocab,
                  fixed_length=False):
-        super().__init__(model, vocab_path, "bert_tagger",
-                         preprocessor.sequence_length, fixed_length)
+        super().__init__(model, vocab, "bert_tagger",
+                         preprocessor.seq_length, fixed_length)
         tag = tag_graph(model, preprocessor, spec, fixed_length)
 
         def serve(text):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import save_tiny_checkpoint
-from test_serving import HOSTILE, run_serving_check
+from test_export import HOSTILE, run_serving_check
 
 from bert_tf import checkpoints, cli
 from bert_tf.serving import export as export_lib
@@ -146,7 +146,7 @@ def embeddings_export(tiny, tmp_path_factory):
     _, directory = tiny
     out = tmp_path_factory.mktemp("export") / "tiny_embeddings" / "1"
     report = export_lib.export_encoder(
-        directory, out, log=lambda *a: None, sequence_length=64,
+        directory, out, log=lambda *a: None, seq_length=64,
         word_seq_length=16, doc_stride=4)
     return out, report
 

@@ -169,7 +169,7 @@ def _toy_task(tmp_path, n=40, pair=False):
 @pytest.mark.slow
 def test_task_dataset_fixed_and_dynamic_length(tmp_path):
     task = _toy_task(tmp_path, pair=True)
-    pre = BertPreprocessor(VOCAB, sequence_length=24)
+    pre = BertPreprocessor(VOCAB, seq_length=24)
     fixed = list(task_dataset(task, "train", pre, 8))
     assert fixed[0][0]["input_word_ids"].shape == (8, 24)
     dynamic = list(task_dataset(task, "train", pre, 8, dynamic_length=True))

@@ -335,3 +335,7 @@ def test_predict_cli(exported, tmp_path, capsys):
         probability) <= 1 and text == "the film was good"
     assert cli.main(["predict", "--model", str(tmp_path / "nope"), "x"]) == 2
     assert "is not a SavedModel" in capsys.readouterr().err
+    # A classifier takes no --question (that is a span_qa export's flag).
+    with pytest.raises(SystemExit):
+        cli.main(["predict", "--model", str(out), "--question", "who?"])
+    assert "unrecognized arguments: --question" in capsys.readouterr().err
