@@ -86,7 +86,7 @@ def _our_export(hf_dir, vocab_path, out, fixed_length):
     state = load_file(str(Path(hf_dir) / "model.safetensors"))
     model.head.dense.set_weights([state["classifier.weight"].T,
                                   state["classifier.bias"]])
-    spec = {"kind": "classification", "task": "benchmark",
+    spec = {"kind": "classification", "name": "benchmark",
             "labels": ["negative", "positive"], "regression": False,
             "pair": False, "metrics": ["accuracy"], "seq_length": 128,
             "lower_case": True, "dropout": 0.1,
