@@ -95,9 +95,6 @@ def _pairs(args):
 
 
 def _data_service(args):
-    import signal
-    import time
-
     from bert_tf.data import service
 
     if args.role == "dispatcher":
@@ -116,15 +113,8 @@ def _data_service(args):
                                                args.host)
         print(f"tf.data service worker at {address} registered with "
               f"{args.dispatcher}", flush=True)
-    # SIGTERM (a cluster scheduler's stop) ends the process like Ctrl-C.
-    # The server runs in its own threads; `join()` would block signals.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
-        print("stopped", flush=True)
+    service.serve_until_stopped(server)
+    print("stopped", flush=True)
 
 
 def _pretrain(args):
@@ -146,20 +136,20 @@ def _export(args):
     from bert_tf.serving.hub import export_hub
     from bert_tf.serving.tflite import export_tflite
 
-    # (--format, --kind) -> the writer and the options it takes.
+    # (--format, --kind) -> the writer and the options it takes (a writer's
+    # own default seq_length unless --seq-length is given).
     common = {"overwrite": args.overwrite}
-    length = {"fixed_length": args.fixed_length}
+    size = {"seq_length": args.seq_length} if args.seq_length else {}
+    length = {"fixed_length": args.fixed_length, "precision": args.precision}
     routes = {
         ("tflite", "task"): (export_tflite, {"quantize": args.quantize}),
         ("savedmodel", "task"): (export_model, length),
-        ("savedmodel", "hub"): (export_hub, {
-            "seq_length": args.seq_length or 128}),
+        ("savedmodel", "hub"): (export_hub, {**size,
+                                             "precision": args.precision}),
         ("savedmodel", "embeddings"): (partial(export, "embeddings"), {
-            **length, "seq_length": args.seq_length or 256,
-            "normalize": not args.no_normalize}),
+            **length, **size, "normalize": not args.no_normalize}),
         ("savedmodel", "fill_mask"): (partial(export, "fill_mask"), {
-            **length, "seq_length": args.seq_length or 128,
-            "marker": args.marker, "top_k": args.top_k,
+            **length, **size, "marker": args.marker, "top_k": args.top_k,
             "max_masks": args.max_masks}),
     }
     if (args.format, args.kind) not in routes:
@@ -392,6 +382,13 @@ def build_parser():
                    help="tflite: a fine-tuned classifier as one .tflite "
                         "file with the tokenizer inside (tf-text's TFLite "
                         "kernels, no Flex)")
+    p.add_argument("--precision", choices=("fp32", "bf16", "auto"),
+                   default="fp32",
+                   help="savedmodel: fp32, bf16 (weights stored as bf16, "
+                        "softmax, layer norm and outputs in fp32: fast on "
+                        "CPUs with AVX512_BF16 or AMX, emulated and slow "
+                        "elsewhere) or auto (bf16 where this CPU has it; "
+                        "prints its choice)")
     p.add_argument("--quantize", choices=("none", "dynamic_int8"),
                    default="none",
                    help="tflite: fp32 weights, or dynamic-range int8")

@@ -108,3 +108,18 @@ def start_worker(dispatcher, port=0, host=None):
             dispatcher_address=f"{dispatcher_host}:{dispatcher_port}",
             worker_address=f"{host}:{port}", port=port))
     return server, f"{host}:{port}"
+
+
+def serve_until_stopped(server):
+    """Keeps this process serving until Ctrl-C or SIGTERM (a cluster
+    scheduler's stop, handled like Ctrl-C), then stops `server`. The server
+    runs in its own threads; `join()` would block the signals."""
+    import signal
+    import time
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
