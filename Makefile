@@ -32,10 +32,12 @@ test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -q tests -m "not slow" -n 2
 
 # Speed and fidelity figures beside peers (keras-hub, HF transformers +
-# PyTorch), installed in their own environment to keep the pins clean.
+# PyTorch, ONNX Runtime, OpenVINO), installed in their own environment to
+# keep the pins clean.
 $(BENCH_VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/pip install -q -e . keras-hub torch==2.13.0 transformers
+	$(BENCH_VENV)/bin/pip install -q -e . keras-hub torch==2.13.0 transformers \
+		onnx onnxruntime openvino
 	$(BENCH_VENV)/bin/pip install -q tf-models-official==2.20.0 tensorflow==2.20.0 \
 		tensorflow-text==2.20.1 keras==3.15.1
 	touch $@
@@ -46,6 +48,7 @@ bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/tokenizer_fidelity.py
 	$(BENCH_VENV)/bin/python benchmarks/model_throughput.py
 	$(BENCH_VENV)/bin/python benchmarks/serving.py
+	$(BENCH_VENV)/bin/python benchmarks/serving_profile.py
 
 # Regenerates the committed reference fixtures with PyTorch + transformers.
 parity-fixtures: $(STAMP)

@@ -1,26 +1,30 @@
-"""Serving speed side by side: our SavedModel (raw strings in, tokenization
-in the graph) against HF transformers eager and ONNX Runtime, on the same
-real RT sentences and the same BERT-Base weights.
+"""Serving speed side by side, in one run on one machine: our SavedModels
+(raw strings in, tokenization in the graph; fp32 and bf16) against ONNX
+Runtime (plain and with its transformer fusions), OpenVINO (fp32 and its
+default precision) and HF transformers in PyTorch, on real inputs and the
+same BERT-Base weights.
 
-One random-init BERT-Base classifier (latency does not depend on the
-weights) is built in HF transformers, saved as safetensors, imported by
-our HF importer and exported twice with `export_model`: with length
-buckets (the default) and `--fixed-length` (every request padded to seq
-128, the export before buckets). The same HF model is exported to ONNX.
-Every framework gets 2 threads and the bert-base-uncased vocab; the peers
-tokenize with `BertTokenizerFast` at the natural length (no padding at
-batch 1, padding to the longest row at batch 32).
+- Classification: real RT sentences; batch-1 p50/p99 (ms, tokenization
+  included) and batch-32 sentences per second.
+- Extractive QA (seq 384 windows, stride 128) and NER, batch 1: real WNUT
+  questions over their tweets, and real WNUT tweets, beside HF's
+  `question-answering` and `token-classification` pipelines.
 
-Prints batch-1 p50/p99 (ms, tokenization included) and batch-32 sentences
-per second, then the share of our served latency spent tokenizing and
-packing. Run it in the bench environment (`make bench`), which has torch,
-transformers and onnxruntime:
+The weights are random (latency does not depend on them): a BERT-Base
+built in HF transformers, saved as safetensors and imported by our HF
+importer, so every runtime runs the same numbers (checked first). Every
+runtime gets 2 threads and the bert-base-uncased vocab; the peers tokenize
+with `BertTokenizerFast` at the natural length. Run it in the bench
+environment (`make bench`), which has torch, transformers, onnxruntime and
+openvino:
 
-    .venv-bench/bin/python benchmarks/serving.py [--calls 300] [--batches 20]
+    .venv-bench/bin/python benchmarks/serving.py [--calls 300]
+        [--batches 20] [--skip-tasks]
 """
 
 import argparse
 import os
+import platform
 import tempfile
 import time
 from pathlib import Path
@@ -35,14 +39,14 @@ tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
 
 
-def _batch1(function, texts, calls):
-    """Batch-1 latencies in ms of `function([text])`."""
-    for text in texts[:10]:  # warm-up
-        function([text])
+def _batch1(function, inputs, calls):
+    """Batch-1 latencies in ms of `function([input])`."""
+    for item in inputs[:10]:  # warm-up
+        function([item])
     seconds = []
     for i in range(calls):
         start = time.perf_counter()
-        function([texts[i % len(texts)]])
+        function([inputs[i % len(inputs)]])
         seconds.append(time.perf_counter() - start)
     return np.array(seconds) * 1e3
 
@@ -57,140 +61,270 @@ def _throughput(function, texts, batches, size=32):
     return batches * size / (time.perf_counter() - start)
 
 
-def _hf_model(directory):
-    """A random BERT-Base classifier saved as HF safetensors."""
+def _hf_models(directory):
+    """Random BERT-Base classification, QA and token-classification models
+    sharing one encoder, each saved as HF safetensors."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import (BertConfig, BertForQuestionAnswering,
+                              BertForSequenceClassification,
+                              BertForTokenClassification)
+
+    from bert_tf.data.sample_texts import TYPES
 
     torch.manual_seed(0)
-    model = BertForSequenceClassification(BertConfig(num_labels=2)).eval()
-    model.save_pretrained(directory)
-    return model
+    labels = ["O"] + [f"{p}-{t}" for t in TYPES for p in "BI"]
+    models = {"classification": BertForSequenceClassification(
+        BertConfig(num_labels=2))}
+    encoder = models["classification"].bert.state_dict()
+    models["span_qa"] = BertForQuestionAnswering(BertConfig())
+    models["tagging"] = BertForTokenClassification(BertConfig(
+        num_labels=len(labels), id2label=dict(enumerate(labels)),
+        label2id={t: i for i, t in enumerate(labels)}))
+    for kind, model in models.items():
+        model.bert.load_state_dict(encoder, strict=False)
+        model.eval().save_pretrained(directory / kind)
+    return models, labels
 
 
-def _our_export(hf_dir, vocab_path, out, fixed_length):
-    """Our classifier with the HF model's weights (encoder through the HF
-    importer, the 2-way head copied), exported as `out`."""
+def _our_export(hf_root, vocab_path, out, kind, precision="fp32",
+                fixed_length=False, labels=()):
+    """Our export of kind `kind` with the HF models' weights (the shared
+    encoder through the HF importer, the kind's head copied), written as a
+    fine-tuning run and exported."""
     import yaml
     from safetensors.numpy import load_file
 
     from bert_tf import checkpoints
     from bert_tf.serving.export import export_model
     from bert_tf.tasks.classification.model import BertClassifier
+    from bert_tf.tasks.span_qa.model import BertSpanLabeler
+    from bert_tf.tasks.tagging.model import BertTokenClassifier
 
-    best = out.parent.parent / f"best_{out.parent.name}"
-    pretrained = checkpoints.convert("hf", hf_dir, best / "encoder",
-                                     vocab_path=vocab_path,
+    run = out.parent.parent / f"run_{out.parent.name}"
+    best = run / "best"
+    pretrained = checkpoints.convert("hf", hf_root / "classification",
+                                     run / "encoder", vocab_path=vocab_path,
                                      log=lambda *a: None)
-    model = BertClassifier(pretrained.encoder, 2)
-    state = load_file(str(Path(hf_dir) / "model.safetensors"))
-    model.head.dense.set_weights([state["classifier.weight"].T,
-                                  state["classifier.bias"]])
-    spec = {"kind": "classification", "name": "benchmark",
-            "labels": ["negative", "positive"], "regression": False,
-            "pair": False, "metrics": ["accuracy"], "seq_length": 128,
+    state = load_file(str(hf_root / kind / "model.safetensors"))
+    spec = {"kind": kind, "name": "benchmark", "seq_length": 128,
             "lower_case": True, "dropout": 0.1,
             "encoder": vars(pretrained.encoder.config)}
+    if kind == "classification":
+        model = BertClassifier(pretrained.encoder, 2)
+        head = model.head.dense
+        spec.update(labels=["negative", "positive"], metrics=["accuracy"])
+        weights = state["classifier.weight"], state["classifier.bias"]
+    elif kind == "span_qa":
+        model = BertSpanLabeler(pretrained.encoder)
+        head = model.head.dense
+        spec.update(seq_length=384, doc_stride=128, version_2=True)
+        weights = state["qa_outputs.weight"], state["qa_outputs.bias"]
+    else:
+        model = BertTokenClassifier(pretrained.encoder, len(labels))
+        head = model.head.dense
+        spec.update(labels=list(labels))
+        weights = state["classifier.weight"], state["classifier.bias"]
+    head.set_weights([weights[0].T, weights[1]])
+    best.mkdir(parents=True, exist_ok=True)
     (best / "task.yaml").write_text(yaml.safe_dump(spec))
     pretrained.vocab.save(best / "vocab.txt")
     tf.train.Checkpoint(**model.checkpoint_roots()).write(
         str(best / "model.ckpt"))
-    export_model(best, out, log=lambda *a: None, fixed_length=fixed_length)
+    export_model(run, out, log=lambda *a: None, fixed_length=fixed_length,
+                 precision=precision)
     return out
+
+
+def _onnx_sessions(hf, tokenizer, directory):
+    """{name: function(batch of texts) -> logits} of ONNX Runtime (plain and
+    transformer-fused) and OpenVINO (fp32 and its default precision) on the
+    HF classifier exported to ONNX."""
+    import onnxruntime
+    import openvino
+    import torch
+    from onnxruntime.transformers import optimizer
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    plain = directory / "bert.onnx"
+    example = tokenizer(["a b"], return_tensors="pt")
+    torch.onnx.export(
+        hf, tuple(example[n] for n in names), str(plain),
+        input_names=names, output_names=["logits"], dynamo=False,
+        dynamic_axes={n: {0: "batch", 1: "length"} for n in names},
+        opset_version=17)
+    fused = directory / "bert_fused.onnx"
+    optimizer.optimize_model(str(plain), model_type="bert", num_heads=12,
+                             hidden_size=768).save_model_to_file(str(fused))
+
+    def tokenized(batch):
+        inputs = tokenizer(batch, padding=True, truncation=True,
+                           max_length=128, return_tensors="np")
+        return {n: inputs[n].astype(np.int64) for n in names}
+
+    def ort(path):
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        options.inter_op_num_threads = 1
+        session = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"])
+        return lambda batch: session.run(None, tokenized(batch))[0]
+
+    core = openvino.Core()
+    model = core.read_model(str(plain))
+
+    def ov(hint):
+        config = {"INFERENCE_NUM_THREADS": THREADS,
+                  "PERFORMANCE_HINT": "LATENCY"}
+        if hint:
+            config["INFERENCE_PRECISION_HINT"] = hint
+        compiled = core.compile_model(model, "CPU", config)
+        precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+        return (lambda batch: compiled(tokenized(batch))[0]), str(precision)
+
+    ov_f32, _ = ov("f32")
+    ov_default, default_precision = ov(None)
+    return {"ONNX Runtime": ort(plain),
+            "ONNX Runtime, fused graph": ort(fused),
+            "OpenVINO fp32": ov_f32,
+            f"OpenVINO default ({default_precision})": ov_default}, (
+        onnxruntime.__version__, openvino.__version__)
+
+
+def classification(args, tmp, hf, tokenizer, vocab_path, texts, bf16):
+    """Rows of the classification table."""
+    import torch
+
+    from bert_tf.serving.export import load_exported
+
+    served = {}
+    for name, precision, fixed in (("ours fp32, length buckets", "fp32", False),
+                                   ("ours bf16, length buckets", "bf16", False),
+                                   ("ours fp32, fixed seq 128", "fp32", True)):
+        if precision == "bf16" and not bf16:
+            continue
+        out = _our_export(tmp / "hf", vocab_path,
+                          tmp / "export" / name.replace(" ", "_")
+                          .replace(",", "") / "1", "classification",
+                          precision, fixed)
+        signature = load_exported(out).signatures["serving_default"]
+        served[name] = (lambda s: lambda batch: s(text=tf.constant(batch))[
+            "logits"].numpy())(signature)
+
+    def hf_eager(batch):
+        with torch.inference_mode():
+            inputs = tokenizer(batch, padding=True, truncation=True,
+                               max_length=128, return_tensors="pt")
+            return hf(**inputs).logits.numpy()
+
+    peers, versions = _onnx_sessions(hf, tokenizer, tmp)
+    functions = {**served, "HF transformers eager (PyTorch)": hf_eager,
+                 **peers}
+    check = texts[:8]
+    want = hf_eager(check)
+    for name, function in functions.items():
+        delta = np.abs(function(check) - want).max()
+        print(f"{name}: max |logit delta| vs HF {delta:.1e}")
+    rows = {}
+    for name, function in functions.items():
+        ms = _batch1(function, texts, args.calls)
+        rows[name] = (np.percentile(ms, 50), np.percentile(ms, 99),
+                      _throughput(function, texts, args.batches))
+    return rows, versions
+
+
+def qa_and_ner(args, tmp, models, tokenizer, vocab_path, labels, bf16):
+    """Batch-1 rows of QA (seq 384) and NER, ours beside HF's pipelines."""
+    from transformers import pipeline
+
+    from bert_tf.data import sample_texts
+    from bert_tf.serving.export import load_exported
+    from bert_tf.tasks.span_qa.data import load_wnut_qa
+
+    test = load_wnut_qa().split("test")
+    questions = [(e["question"], e["context"]) for e in test]
+    tweets = [" ".join(tokens) for tokens, _ in sample_texts.read_wnut()]
+    rows = {}
+    for kind, inputs in (("span_qa", questions), ("tagging", tweets)):
+        for precision in ("fp32", "bf16") if bf16 else ("fp32",):
+            out = _our_export(tmp / "hf", vocab_path,
+                              tmp / "export" / f"{kind}_{precision}" / "1",
+                              kind, precision, labels=labels)
+            serve = load_exported(out).signatures["serving_default"]
+            if kind == "span_qa":
+                def call(batch, serve=serve):
+                    return serve(question=tf.constant([q for q, _ in batch]),
+                                 context=tf.constant([c for _, c in batch]))
+            else:
+                def call(batch, serve=serve):
+                    return serve(text=tf.constant(batch))
+            ms = _batch1(call, inputs, args.calls)
+            rows[f"{kind}: ours {precision}"] = (np.percentile(ms, 50),
+                                                 np.percentile(ms, 99))
+        if kind == "span_qa":
+            hf = pipeline("question-answering", model=models[kind],
+                          tokenizer=tokenizer, device="cpu")
+            function = (lambda batch: hf(question=batch[0][0],
+                                         context=batch[0][1],
+                                         max_seq_len=384, doc_stride=128,
+                                         handle_impossible_answer=True))
+        else:
+            hf = pipeline("token-classification", model=models[kind],
+                          tokenizer=tokenizer, device="cpu",
+                          aggregation_strategy="simple")
+            function = lambda batch: hf(batch[0])  # noqa: E731
+        ms = _batch1(function, inputs, args.calls)
+        rows[f"{kind}: HF pipeline (PyTorch)"] = (np.percentile(ms, 50),
+                                                  np.percentile(ms, 99))
+    return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--skip-tasks", action="store_true",
+                        help="classification only (no QA / NER rows)")
     args = parser.parse_args()
 
-    import onnxruntime
     import torch
+    import transformers
     from transformers import BertTokenizerFast
 
     from bert_tf.data import samples
     from bert_tf.data.sample_texts import read_rt_snippets
-    from bert_tf.serving.export import load_exported
+    from bert_tf.training.precision import cpu_bf16_flags
 
     torch.set_num_threads(THREADS)
     vocab_path = samples.fetch("minilm") / "vocab.txt"
     tokenizer = BertTokenizerFast(str(vocab_path), do_lower_case=True)
     texts, _ = read_rt_snippets()
     texts = list(texts[:args.batches * 32])
-    rows = {}
+    bf16 = bool(cpu_bf16_flags())
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        hf = _hf_model(tmp / "hf")
-        served = {}
-        for name, fixed in (("ours, length buckets", False),
-                            ("ours, fixed seq 128", True)):
-            out = _our_export(tmp / "hf", vocab_path,
-                              tmp / "export" / name.split()[-1] / "1", fixed)
-            signature = load_exported(out).signatures["serving_default"]
-            served[name] = signature
-
-        def ours(signature):
-            return lambda batch: signature(text=tf.constant(batch))[
-                "probabilities"].numpy()
-
-        def hf_eager(batch):
-            with torch.inference_mode():
-                inputs = tokenizer(batch, padding=True, truncation=True,
-                                   max_length=128, return_tensors="pt")
-                return torch.softmax(hf(**inputs).logits, -1).numpy()
-
-        onnx_path = tmp / "bert.onnx"
-        example = tokenizer(["a b"], return_tensors="pt")
-        names = ["input_ids", "attention_mask", "token_type_ids"]
-        torch.onnx.export(
-            hf, tuple(example[n] for n in names), str(onnx_path),
-            input_names=names, output_names=["logits"], dynamo=False,
-            dynamic_axes={n: {0: "batch", 1: "length"} for n in names},
-            opset_version=17)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = THREADS
-        options.inter_op_num_threads = 1
-        session = onnxruntime.InferenceSession(
-            str(onnx_path), options, providers=["CPUExecutionProvider"])
-
-        def onnx_runtime(batch):
-            inputs = tokenizer(batch, padding=True, truncation=True,
-                               max_length=128, return_tensors="np")
-            logits = session.run(None, {n: inputs[n].astype(np.int64)
-                                        for n in names})[0]
-            return logits
-
-        # Same answers first: the four run the same weights.
-        check = texts[:8]
-        want = hf_eager(check)
-        for name, signature in served.items():
-            delta = np.abs(ours(signature)(check) - want).max()
-            print(f"{name}: max |probability delta| vs HF {delta:.1e}")
-        functions = {**{name: ours(s) for name, s in served.items()},
-                     "HF transformers eager (PyTorch)": hf_eager,
-                     "ONNX Runtime + HF tokenizer": onnx_runtime}
-        for name, function in functions.items():
-            ms = _batch1(function, texts, args.calls)
-            rows[name] = (np.percentile(ms, 50), np.percentile(ms, 99),
-                          _throughput(function, texts, args.batches))
-        pre = load_exported(out).signatures["preprocess"]
-        tokenize_ms = np.percentile(_batch1(
-            lambda b: pre(text=tf.constant(b)), texts, args.calls), 50)
+        models, labels = _hf_models(tmp / "hf")
+        rows, versions = classification(args, tmp, models["classification"],
+                                        tokenizer, vocab_path, texts, bf16)
+        task_rows = {} if args.skip_tasks else qa_and_ner(
+            args, tmp, models, tokenizer, vocab_path, labels, bf16)
     lengths = [len(tokenizer(t)["input_ids"]) for t in texts]
     print(f"\nBERT-Base (random init, same weights everywhere), "
           f"{len(texts)} real RT sentences (mean {np.mean(lengths):.1f} "
-          f"pieces with [CLS]/[SEP]), {THREADS} threads each, "
-          f"{os.cpu_count()} CPU cores; TF {tf.__version__}, torch "
-          f"{torch.__version__}, onnxruntime {onnxruntime.__version__}")
-    print(f"{'':<34} {'b1 p50 ms':>10} {'b1 p99 ms':>10} {'b32 sent/s':>11}")
+          f"pieces with [CLS]/[SEP]), {THREADS} threads each; "
+          f"{platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, bf16 flags: "
+          f"{', '.join(cpu_bf16_flags()) or 'none'}; TF {tf.__version__}, "
+          f"torch {torch.__version__}, transformers "
+          f"{transformers.__version__}, onnxruntime {versions[0]}, "
+          f"openvino {versions[1]}; {time.strftime('%Y-%m-%d')}")
+    print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} {'b32 sent/s':>11}")
     for name, (p50, p99, rate) in rows.items():
-        print(f"{name:<34} {p50:10.2f} {p99:10.2f} {rate:11.1f}")
-    ours_p50 = rows["ours, length buckets"][0]
-    print(f"tokenize + pack (`preprocess`, fixed 128): {tokenize_ms:.2f} ms "
-          f"= {tokenize_ms / ours_p50:.0%} of our bucketed p50; buckets vs "
-          f"fixed length: {rows['ours, fixed seq 128'][0] / ours_p50:.1f}x "
-          f"lower p50")
+        print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f}")
+    if task_rows:
+        print(f"\n{'batch 1, real WNUT inputs':<38} {'p50 ms':>10} "
+              f"{'p99 ms':>10}")
+        for name, (p50, p99) in task_rows.items():
+            print(f"{name:<38} {p50:10.2f} {p99:10.2f}")
 
 
 if __name__ == "__main__":

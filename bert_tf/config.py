@@ -113,7 +113,7 @@ class ModelConfig:
 OPTIMIZERS = ("adamw", "lamb")
 STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored",
               "tpu")
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16", "auto")
 
 
 @dataclasses.dataclass
@@ -258,7 +258,9 @@ class PretrainConfig:
         strategy: `default`, `one_device`, `mirrored`,
             `multi_worker_mirrored` or `tpu`.
         tpu: TPU name/address for `strategy: tpu`.
-        mixed_precision: `float32`, `mixed_bfloat16` or `mixed_float16`.
+        mixed_precision: `float32`, `mixed_bfloat16`, `mixed_float16` or
+            `auto` (`mixed_bfloat16` on an accelerator or a CPU with
+            AVX512_BF16 or AMX, `float32` elsewhere; the choice is logged).
     """
 
     encoder: EncoderConfig = dataclasses.field(default_factory=EncoderConfig)

@@ -20,6 +20,7 @@ from bert_tf.storage import GPath
 from bert_tf.tasks.base import write_spec
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
+from bert_tf.training.precision import resolve_precision
 from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
 
@@ -110,6 +111,7 @@ def run(cfg, dry_run=False, log=print):
             log("strategy: " + distribute.describe(
                 distribute.create_strategy(cfg.strategy)))
         return None
+    cfg = resolve_precision(cfg, log)
     keras.mixed_precision.set_global_policy(cfg.mixed_precision)
     keras.utils.set_random_seed(cfg.trainer.seed)
     init = resolve_init(cfg)

@@ -11,6 +11,7 @@ from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
+from bert_tf.training.precision import resolve_precision
 from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
 
@@ -22,6 +23,7 @@ def load(path, overrides=()):
 
 def build_trainer(cfg, log=print):
     """The `Trainer` for a `PretrainConfig` (strategy and policy set up)."""
+    cfg = resolve_precision(cfg, log)
     keras.mixed_precision.set_global_policy(cfg.mixed_precision)
     keras.utils.set_random_seed(cfg.trainer.seed)
     strategy = distribute.create_strategy(cfg.strategy, tpu=cfg.tpu)
@@ -91,6 +93,7 @@ def run(cfg, dry_run=False, log=print):
             log(f"strategy: {distribute.describe(strategy)}")
         log(f"encoder parameters: {cfg.encoder.num_parameters():,}")
         return None
+    cfg = resolve_precision(cfg, log)
     trainer = build_trainer(cfg, log)
     if trainer.is_chief:  # makes model_dir usable as a fine-tuning `init`
         trainer.model_dir.mkdir(parents=True, exist_ok=True)

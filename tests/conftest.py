@@ -167,6 +167,53 @@ def assert_buckets_match_fixed_length(run_dir, bucketed, tmp_path, requests):
     assert counts[0] > counts[1]
 
 
+def assert_bf16_export_agrees(run_dir, fp32_export, tmp_path, requests,
+                              atol=1e-2, export=None):
+    """Exports `run_dir` with `precision="bf16"` (or calls `export(out)`)
+    and checks that the export records it, stores its weights as bf16 (the
+    layer norms' as float32), returns float32 numbers within `atol` of the
+    fp32 export `fp32_export` and the same strings and counts, for every
+    request of `requests`. Returns {output: share of equal rows} of the
+    string and int outputs."""
+    import json
+
+    import tensorflow as tf
+
+    from bert_tf.serving import export as export_lib
+
+    out = tmp_path / "bf16" / "1"
+    if export is None:
+        export_lib.export_model(run_dir, out, log=lambda *a: None,
+                                precision="bf16")
+    else:
+        export(out)
+    info = json.loads((out / "assets.extra" / "bert_tf.json").read_text())
+    assert info["precision"] == "bf16"
+    loaded = export_lib.load_exported(out)
+    dtypes = {v.dtype for v in loaded.model_variables if v.dtype.is_floating}
+    assert dtypes == {tf.bfloat16, tf.float32}, dtypes
+    serve = {"bf16": loaded.signatures["serving_default"],
+             "fp32": export_lib.load_exported(fp32_export).signatures[
+                 "serving_default"]}
+    same = {}  # key -> [equal rows, rows] of string and int outputs
+    for request in requests:
+        inputs = {k: tf.constant(v) for k, v in request.items()}
+        got, want = (serve[name](**inputs) for name in ("bf16", "fp32"))
+        assert set(got) == set(want)
+        for key, value in want.items():
+            assert got[key].dtype == value.dtype, key
+            if value.dtype.is_floating:
+                np.testing.assert_allclose(got[key].numpy(), value.numpy(),
+                                           atol=atol, err_msg=key)
+            else:
+                rows = got[key].numpy() == value.numpy()
+                rows = rows.reshape(len(rows), -1).all(axis=1)
+                count = same.setdefault(key, [0, 0])
+                count[0] += int(rows.sum())
+                count[1] += len(rows)
+    return {key: equal / rows for key, (equal, rows) in same.items()}
+
+
 def save_tiny_checkpoint(directory, tokens, num_layers, masked_lm=False):
     """A random tiny encoder (H 16, seed 0; with the masked-LM head if
     `masked_lm`) saved as a bert_tf checkpoint directory; returns

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import save_tiny_checkpoint
+from conftest import assert_bf16_export_agrees, save_tiny_checkpoint
 from test_export import HOSTILE, run_serving_check
 
 from bert_tf import checkpoints, cli
@@ -244,3 +244,15 @@ def test_features_command_writes_npz_and_tfrecord(tiny, tmp_path, capsys):
                      str(source), "--layers", "layer_9", "--out",
                      str(tmp_path / "x.npz")]) == 2
     assert "layer_N with N in 0..4" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bf16_export_agrees_with_fp32(tiny, embeddings_export, tmp_path):
+    _, directory = tiny
+    assert_bf16_export_agrees(  # embeddings within 1e-2
+        None, embeddings_export[0], tmp_path,
+        [{"text": ["the film was good", "", "a film " * 40]}],
+        export=lambda out: export_lib.export_encoder(
+            directory, out, log=lambda *a: None, seq_length=64,
+            word_seq_length=16, doc_stride=4, precision="bf16"))
+

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import assert_buckets_match_fixed_length, save_pair_classifier
+from conftest import (assert_bf16_export_agrees,
+                      assert_buckets_match_fixed_length, save_pair_classifier)
 
 from bert_tf import cli
 from bert_tf.serving import export as export_lib
@@ -289,6 +290,14 @@ def test_length_buckets_answer_like_the_fixed_length_graph(exported,
     requests = [{"text": [t]} for t in TEXTS + [long_text]]
     requests.append({"text": TEXTS + [long_text]})
     assert_buckets_match_fixed_length(run_dir, out, tmp_path, requests)
+
+
+@pytest.mark.slow
+def test_bf16_export_agrees_with_fp32(exported, tmp_path):
+    out, _, _, run_dir = exported
+    requests = [{"text": TEXTS}, {"text": HOSTILE}]
+    shares = assert_bf16_export_agrees(run_dir, out, tmp_path, requests)
+    assert shares == {"label": 1.0}
 
 
 @pytest.mark.slow

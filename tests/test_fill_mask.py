@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import save_tiny_checkpoint
+from conftest import assert_bf16_export_agrees, save_tiny_checkpoint
 from test_export import HOSTILE, run_serving_check
 
 from bert_tf import checkpoints, cli
@@ -129,3 +129,18 @@ def test_antiberty_export_agrees_with_pytorch(antiberty_dir, tmp_path):
         text=tf.constant(texts))
     want = reference["mlm_logits"].argmax(-1)        # PyTorch, 4 per chain
     np.testing.assert_array_equal(got["token_ids"].numpy()[:, :4, 0], want)
+
+
+@pytest.mark.slow
+def test_bf16_export_agrees_with_fp32(fill_export, tmp_path):
+    _, directory, out = fill_export
+    shares = assert_bf16_export_agrees(
+        None, out, tmp_path,
+        [{"text": ["the [MASK] was good", "no mask", "[MASK] [MASK] film"]}],
+        export=lambda bf16: export_lib.export_fill_mask(
+            directory, bf16, log=lambda *a: None, seq_length=32, top_k=3,
+            max_masks=2, precision="bf16"))
+    assert shares["count"] == shares["masks"] == 1.0
+    # Random tiny weights: near-tied tokens may swap places in the top 3.
+    assert shares["token_ids"] >= 1 / 3
+

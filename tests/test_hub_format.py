@@ -91,6 +91,26 @@ def test_saved_model_load_matches_keras(exported):
 
 
 @pytest.mark.slow
+def test_bf16_encoder_agrees_with_fp32(exported, tmp_path):
+    encoder, report = exported
+    bf16 = export_hub(report["encoder"].parent.parent / "ckpt",
+                      tmp_path / "hub", seq_length=24, precision="bf16",
+                      **QUIET)
+    info = json.loads((bf16["encoder"] / "assets.extra" /
+                       "bert_tf.json").read_text())
+    assert info["precision"] == "bf16"
+    inputs = tf.saved_model.load(str(report["preprocess"]))(
+        tf.constant(TEXTS))
+    fp32, half = (tf.saved_model.load(str(r["encoder"]))(inputs)
+                  for r in (report, bf16))
+    for name in ("pooled_output", "sequence_output"):
+        assert half[name].dtype == tf.float32
+        np.testing.assert_allclose(half[name], fp32[name], atol=5e-2)
+    loaded = tf.saved_model.load(str(bf16["encoder"]))
+    assert tf.bfloat16 in {v.dtype for v in loaded.variables}
+
+
+@pytest.mark.slow
 def test_tfsm_layer_in_a_keras_3_model(exported):
     import keras
 

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import finetune_toy
+from conftest import assert_bf16_export_agrees, finetune_toy
 from test_export import HOSTILE, run_serving_check
 from toy_choices import (ENCODER, VOCAB, toy_choices, toy_choices_config,
                          write_swag_csv, write_toy_choices)
@@ -221,6 +221,16 @@ def test_hostile_and_wrong_inputs(mc_export):
               choices=tf.constant([["x", "y"]]))
     with pytest.raises((tf.errors.InvalidArgumentError, ValueError)):
         serve(context=tf.constant(["a"]), choices=tf.constant(["x", "y"]))
+
+
+@pytest.mark.slow
+def test_bf16_export_agrees_with_fp32(mc_run, mc_export, tmp_path):
+    request = {"context": ["ann has a dog .", ""],
+               "choices": [["the cat is happy .", "the dog is happy ."],
+                           ["", "x"]]}
+    shares = assert_bf16_export_agrees(mc_run[0] / "run", mc_export[0],
+                                       tmp_path, [request])
+    assert shares == {"choice": 1.0, "text": 1.0}
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from bert_tf.serving import export as export_lib
 from bert_tf.tasks.similarity.data import load_local_pairs
 from bert_tf.tasks.similarity.model import BertBiEncoder
 from bert_tf.text.vocab import Vocab
-from conftest import finetune_toy
+from conftest import assert_bf16_export_agrees, finetune_toy
 from test_export import HOSTILE
 from toy_task import ENCODER, VOCAB, finetune_config
 
@@ -139,3 +139,14 @@ def test_export_scores_two_strings_like_evaluation(pairs_run, tmp_path,
     assert "the film was good\tthe film was great" in capsys.readouterr().out
     assert cli.main(["predict", "--model", str(out), "no tab here"]) == 2
     assert "two texts separated by a TAB" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bf16_export_agrees_with_fp32(pairs_run, tmp_path):
+    directory, _ = pairs_run
+    fp32 = tmp_path / "fp32" / "similarity" / "1"
+    export_lib.export_model(directory / "run", fp32, log=lambda *a: None)
+    request = {"text": ["the film was good", ""],
+               "text_b": ["the film was great and new", "the film"]}
+    assert_bf16_export_agrees(directory / "run", fp32, tmp_path, [request])
+

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import yaml
-from conftest import assert_buckets_match_fixed_length, finetune_toy
+from conftest import (assert_bf16_export_agrees,
+                      assert_buckets_match_fixed_length, finetune_toy)
 from squad_reference import reference_answers
 from test_export import _compile_serving_check
 from toy_qa import ENCODER, toy_qa_config, write_toy_qa
@@ -472,6 +473,21 @@ def test_length_buckets_answer_like_the_fixed_length_graph(
     requests.append({"question": questions, "context": contexts})
     assert_buckets_match_fixed_length(qa_run[0] / "run", qa_export[0],
                                       tmp_path, requests)
+
+
+@pytest.mark.slow
+def test_bf16_export_agrees_with_fp32(qa_run, qa_export, tmp_path):
+    questions = ["Who made the film?", "Where was the film made?", "Who?"]
+    contexts = ["The film was made by Cleo in Rome .",
+                "a day . " * 30 + "The film was made by Eve in Lima .", ""]
+    requests = [{"question": questions, "context": contexts}]
+    # Scores are logit sums (not probabilities): bf16 moves them more, and
+    # near-tied runners-up may swap places in the top-K lists.
+    shares = assert_bf16_export_agrees(qa_run[0] / "run", qa_export[0],
+                                       tmp_path, requests, atol=0.25)
+    assert {k: shares[k] for k in ("answer", "start", "end", "has_answer")
+            } == dict.fromkeys(("answer", "start", "end", "has_answer"), 1.0)
+    assert shares["top_answers"] >= 2 / 3
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import assert_buckets_match_fixed_length, finetune_toy
+from conftest import (assert_bf16_export_agrees,
+                      assert_buckets_match_fixed_length, finetune_toy)
 from seqeval.metrics import classification_report, f1_score
 from test_export import _compile_serving_check
 from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
@@ -216,6 +217,15 @@ def test_length_buckets_answer_like_the_fixed_length_graph(
     requests = [{"text": [t]} for t in texts] + [{"text": texts}]
     assert_buckets_match_fixed_length(tag_run[0] / "run", tag_export[0],
                                       tmp_path, requests)
+
+
+@pytest.mark.slow
+def test_bf16_export_agrees_with_fp32(tag_run, tag_export, tmp_path):
+    texts = ["Ann met Cleo in Paris .", "", "Dan went to Rome " * 20]
+    shares = assert_bf16_export_agrees(tag_run[0] / "run", tag_export[0],
+                                       tmp_path, [{"text": texts}])
+    assert set(shares) == {"type", "text", "start", "end", "count"}
+    assert set(shares.values()) == {1.0}
 
 
 @pytest.mark.slow

@@ -4,6 +4,8 @@ them back with checks that name what does not fit."""
 
 import dataclasses
 
+import tensorflow as tf
+
 from bert_tf import config as config_lib
 from bert_tf.checkpoints.files import checkpoint_prefix, read_checkpoint
 from bert_tf.config import EncoderConfig
@@ -96,9 +98,12 @@ def restore_model(prefix, encoder, masked_lm=None, next_sentence=None,
     ValueError that names it; nothing is restored in that case.
     """
     prefix = checkpoint_prefix(prefix, (WEIGHTS_PREFIX,))
-    found = _normalized_keys(prefix)
+    keys, reader = _variable_keys(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    found = {path: tuple(shapes[key]) for path, key in keys.items()}
     heads = dict(masked_lm=masked_lm, next_sentence=next_sentence, **heads)
-    for key, variable in _expected_keys(encoder, heads).items():
+    expected = _expected_keys(encoder, heads)
+    for key, variable in expected.items():
         if key not in found:
             raise ValueError(
                 f"Checkpoint {prefix} has no variable {key!r}: it was written "
@@ -108,6 +113,15 @@ def restore_model(prefix, encoder, masked_lm=None, next_sentence=None,
                 f"Checkpoint {prefix}: variable {key!r} has shape "
                 f"{found[key]}, the config asks for {tuple(variable.shape)}: "
                 "the checkpoint and the config do not belong together.")
+    dtypes = reader.get_variable_to_dtype_map()
+    if any(variable.dtype != dtypes[keys[key]].name
+           for key, variable in expected.items()):
+        # Another precision (a bf16 export of fp32 weights): TF's restore
+        # does not cast, so each value is read and cast here.
+        for key, variable in expected.items():
+            variable.assign(tf.cast(reader.get_tensor(keys[key]),
+                                    variable.dtype))
+        return prefix
     status = model_checkpoint(encoder, **heads).read(str(prefix))
     status.expect_partial()
     return prefix

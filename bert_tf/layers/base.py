@@ -8,6 +8,24 @@ def truncated_normal(stddev):
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+def norm_policy(policy):
+    """The dtype policy of a layer norm under `policy`: float32 whenever
+    `policy` computes in 16 bits (bf16 or mixed precision), so that its
+    statistics and the residual stream it feeds keep float32 precision;
+    `policy` itself otherwise.
+
+    Example:
+    >>> norm_policy("bfloat16"), norm_policy("mixed_bfloat16")
+    ('float32', 'float32')
+    >>> norm_policy("float32").name
+    'float32'
+    """
+    policy = keras.dtype_policies.get(policy)
+    if policy.compute_dtype in ("bfloat16", "float16"):
+        return "float32"
+    return policy
+
+
 class ConfigLayer(keras.layers.Layer):
     """A Keras layer whose `get_config` echoes its constructor arguments.
 

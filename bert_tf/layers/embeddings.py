@@ -4,7 +4,8 @@ import keras
 from keras import ops
 
 # truncated_normal is re-exported: it lived here first.
-from bert_tf.layers.base import ConfigLayer, truncated_normal  # noqa: F401
+from bert_tf.layers.base import (ConfigLayer, norm_policy,  # noqa: F401
+                                 truncated_normal)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -51,8 +52,10 @@ class BertEmbeddings(ConfigLayer):
             max_position_embeddings, hidden_size, embeddings_initializer=init,
             dtype=self.dtype_policy, name="position_embeddings")
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+            epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
+            name="layer_norm")
+        self.dropout = keras.layers.Dropout(
+            dropout, dtype=norm_policy(self.dtype_policy))
 
     def build(self, word_ids_shape, type_ids_shape=None):
         self.word_embeddings.build(None)

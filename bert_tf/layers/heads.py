@@ -7,7 +7,7 @@ softmax and losses run in float32.
 import keras
 from keras import ops
 
-from bert_tf.layers.base import ConfigLayer, truncated_normal
+from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
 from bert_tf.layers.transformer import activation
 
 
@@ -62,7 +62,8 @@ class MaskedLMHead(ConfigLayer):
             hidden_size, kernel_initializer=truncated_normal(
                 initializer_range), dtype=self.dtype_policy, name="transform")
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm")
+            epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
+            name="layer_norm")
 
     def build(self, sequence_output_shape, masked_lm_positions_shape=None):
         self.transform.build((None, None, self.hidden_size))
@@ -79,6 +80,7 @@ class MaskedLMHead(ConfigLayer):
     def call(self, sequence_output, masked_lm_positions):
         x = gather_positions(sequence_output, masked_lm_positions)
         x = self.layer_norm(self._activation(self.transform(x)))
+        x = ops.cast(x, self.compute_dtype)
         table = (self.token_embedding.embeddings if self.token_embedding
                  is not None else self.output_embeddings)
         logits = ops.matmul(x, ops.transpose(ops.cast(table, x.dtype)))

@@ -1,9 +1,15 @@
 """The post-LayerNorm transformer block of BERT: self-attention + feed-forward.
 
-Attention is written out (fused QKV projection, einsums, float32 softmax)
-rather than taken from `keras.layers.MultiHeadAttention` so that the weight
-layout maps one-to-one onto the original BERT checkpoints and the whole
-block stays XLA-friendly.
+Attention is written out (fused QKV projection, batched matmuls, float32
+softmax) rather than taken from `keras.layers.MultiHeadAttention` so that
+the weight layout maps one-to-one onto the original BERT checkpoints and
+the whole block stays XLA-friendly.
+
+The block works on token rows [batch * seq, H]: every dense layer is then a
+plain MatMul, which Grappler fuses with its bias and GELU into one oneDNN
+kernel (a MatMul on [batch, seq, H] becomes a BatchMatMulV2 that does not
+fuse); the attention scores are matmul, scale, mask-add in that order,
+which oneDNN fuses into one batched-matmul kernel.
 """
 
 import math
@@ -11,7 +17,7 @@ import math
 import keras
 from keras import ops
 
-from bert_tf.layers.base import ConfigLayer, truncated_normal
+from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
 
 # Added to the logits of masked-out keys; exp() of it is exactly 0 in float32.
 _MASK_LOGIT = -1e9
@@ -90,19 +96,24 @@ class MultiHeadSelfAttention(ConfigLayer):
         self.built = True
 
     def call(self, x, input_mask, training=None):
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        qkv = ops.reshape(self.qkv(x),
+        """`x`: [batch, seq, H], or token rows [batch * seq, H] of
+        `input_mask`'s [batch, seq] (returned in the same shape)."""
+        batch, length = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
+        rows = ops.reshape(x, (-1, self.hidden_size))
+        qkv = ops.reshape(self.qkv(rows),
                           (batch, length, 3, self.num_heads, self.head_size))
-        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
-        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        logits = ops.einsum("bqhd,bkhd->bhqk", query, key)
+        # [3, batch, heads, seq, head_size]: one transpose for q, k and v.
+        query, key, value = ops.unstack(
+            ops.transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
+        logits = ops.matmul(query, ops.swapaxes(key, -1, -2)) * ops.cast(
+            1.0 / math.sqrt(self.head_size), query.dtype)
         logits = ops.cast(logits, "float32") + attention_logit_bias(
             input_mask, self.causal)
         probs = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
         probs = self.dropout(probs, training=training)
-        context = ops.einsum("bhqk,bkhd->bqhd", probs, value)
-        context = ops.reshape(context, (batch, length, self.hidden_size))
-        return self.output_dense(context)
+        context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
+        out = self.output_dense(ops.reshape(context, (-1, self.hidden_size)))
+        return ops.reshape(out, ops.shape(x))
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape
@@ -154,7 +165,8 @@ class TransformerBlock(ConfigLayer):
         self.attention_output_dropout = keras.layers.Dropout(
             hidden_dropout, dtype=policy)
         self.attention_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=policy, name="attention_norm")
+            epsilon=layer_norm_eps, dtype=norm_policy(policy),
+            name="attention_norm")
         self.intermediate = keras.layers.Dense(
             intermediate_size, kernel_initializer=init, dtype=policy,
             name="intermediate")
@@ -164,7 +176,8 @@ class TransformerBlock(ConfigLayer):
         self.output_dropout = keras.layers.Dropout(hidden_dropout,
                                                    dtype=policy)
         self.output_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype=policy, name="output_norm")
+            epsilon=layer_norm_eps, dtype=norm_policy(policy),
+            name="output_norm")
 
     def build(self, x_shape, input_mask_shape=None):
         shape = (None, None, self.hidden_size)
@@ -176,13 +189,19 @@ class TransformerBlock(ConfigLayer):
         self.built = True
 
     def call(self, x, input_mask, training=None):
+        # Token rows [batch * seq, H] (see the module docstring). Under
+        # 16-bit policies the residual stream stays in the norms' float32;
+        # the sub-layers compute in 16 bits (their inputs cast).
+        shape = ops.shape(x)
+        x = ops.reshape(x, (-1, self.hidden_size))
         attended = self.attention(x, input_mask, training=training)
-        x = self.attention_norm(
-            x + self.attention_output_dropout(attended, training=training))
+        attended = self.attention_output_dropout(attended, training=training)
+        x = self.attention_norm(x + ops.cast(attended, x.dtype))
         hidden = self._activation(self.intermediate(x))
         hidden = self.output_dropout(self.output_dense(hidden),
                                      training=training)
-        return self.output_norm(x + hidden)
+        return ops.reshape(self.output_norm(x + ops.cast(hidden, x.dtype)),
+                           shape)
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from bert_tf import config as config_lib
 from bert_tf import tasks
+from bert_tf.serving import precision as precision_lib
 from bert_tf.serving import warmup
 from bert_tf.storage import GPath
 
@@ -182,7 +183,7 @@ def _directory_bytes(path):
 
 
 def export(kind, checkpoint, out, log=print, overwrite=False,
-           fixed_length=False, **options):
+           fixed_length=False, precision="fp32", **options):
     """Writes the SavedModel of any export kind: the one path every kind
     takes. The kind (`bert_tf.tasks.get_kind`) builds what to save from
     `checkpoint` and its `options`; this writes, audits and reports it.
@@ -191,22 +192,26 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
         kind: a task kind (`checkpoint` is a fine-tuning run of it) or an
             export-only kind (`embeddings`, `fill_mask`: a pre-trained
             checkpoint).
-        checkpoint, out, log, overwrite, fixed_length: as in `export_model`.
+        checkpoint, out, log, overwrite, fixed_length, precision: as in
+            `export_model`.
         options: the kind's own export options (see its `build_export`).
 
     Returns:
         As `export_model`.
     """
     out = _check_out(out, overwrite)
+    precision = precision_lib.resolve(precision, log)
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
-        checkpoint, fixed_length=fixed_length, **options)
+        checkpoint, fixed_length=fixed_length,
+        dtype=precision_lib.POLICIES[precision], **options)
     if dataclasses.is_dataclass(spec):  # a task's typed spec
         spec = config_lib.to_dict(spec)
+    spec = {**spec, "precision": precision}
     return _write_export(out, spec, vocab, model, log, make_module)
 
 
 def export_model(checkpoint, out, log=print, overwrite=False,
-                 fixed_length=False):
+                 fixed_length=False, precision="fp32"):
     """Writes the SavedModel of a fine-tuned model of any task kind.
 
     Args:
@@ -216,6 +221,9 @@ def export_model(checkpoint, out, log=print, overwrite=False,
         overwrite: replace an existing export.
         fixed_length: run every request at the model's full sequence length
             (XLA or TPU serving) instead of its length bucket.
+        precision: `fp32`, `bf16` (weights stored as bf16; softmax, layer
+            norm and every output in fp32) or `auto` (bf16 where the CPU
+            has AVX512_BF16 or AMX); recorded in the export.
 
     Returns:
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
@@ -229,7 +237,7 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     """
     _, spec = tasks.read_spec(checkpoint)
     return export(spec.kind, checkpoint, out, log, overwrite,
-                  fixed_length)
+                  fixed_length, precision)
 
 
 def export_encoder(checkpoint, out, log=print, overwrite=False,
@@ -313,7 +321,12 @@ def load_exported(path):
     """Loads an export (imports tensorflow_text first, which it needs)."""
     import tensorflow_text  # noqa: F401 (registers the tf-text ops)
 
-    return tf.saved_model.load(str(_check_saved_model(path)))
+    loaded = tf.saved_model.load(str(_check_saved_model(path)))
+    info = GPath(path) / "assets.extra" / "bert_tf.json"
+    if info.is_file():
+        precision_lib.warn_if_emulated(
+            json.loads(info.read_text()).get("precision", "fp32"), path)
+    return loaded
 
 
 def _check_saved_model(path):

@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.models.encoder import INPUT_NAMES
+from bert_tf.serving import precision as precision_lib
 from bert_tf.serving.export import audit_ops
 from bert_tf.tasks.base import check_lengths
 from bert_tf.storage import GPath
@@ -180,7 +181,7 @@ class HubEncoder(_Trackable):
 
 
 def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
-               lower_case=None):
+               lower_case=None, precision="fp32"):
     """Writes `out/preprocess` and `out/encoder`, the TF Hub-format
     SavedModels of any checkpoint's encoder (module docstring).
 
@@ -192,6 +193,8 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
         overwrite: replace an existing `out`.
         seq_length: the preprocessing model's default sequence length.
         lower_case: see `BertTokenizer` (None: from the vocab).
+        precision: the encoder's, as in `export_model` (its outputs stay
+            float32).
 
     Returns:
         {"preprocess": path, "encoder": path, "ops": {name: op audit}}.
@@ -200,7 +203,9 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     if out.exists() and not overwrite:
         raise ValueError(f"{out} already exists; choose a new directory or "
                          "pass --overwrite.")
-    pretrained = checkpoints.load_encoder(checkpoint)
+    precision = precision_lib.resolve(precision, log)
+    pretrained = checkpoints.load_encoder(
+        checkpoint, dtype=precision_lib.POLICIES[precision])
     check_lengths(pretrained.config, seq_length=seq_length)
     staging = out.with_name(out.name + ".partial")
     staging.rmtree(ignore_errors=True)
@@ -210,7 +215,7 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
         "preprocess": HubPreprocessor(vocab, seq_length, lower_case),
         "encoder": HubEncoder(pretrained.encoder, vocab)}
     info = {"kind": "hub", "checkpoint": str(checkpoint),
-            "seq_length": seq_length, **{
+            "seq_length": seq_length, "precision": precision, **{
                 k: getattr(pretrained.config, k) for k in (
                     "num_layers", "hidden_size", "vocab_size")}}
     ops = {}

@@ -210,15 +210,16 @@ class Task(ExportKind):
     # --- serving --------------------------------------------------------------
 
     @classmethod
-    def build_export(cls, checkpoint, fixed_length=False):
+    def build_export(cls, checkpoint, fixed_length=False, dtype=None):
         """(spec, vocab, model, make_module) of the export of a fine-tuning
-        run of this kind (`bert_tf.serving.export.export` writes it)."""
+        run of this kind (`bert_tf.serving.export.export` writes it), the
+        model built in the Keras dtype policy `dtype` (None: the global)."""
         best, spec = read_spec(checkpoint)
         if spec.kind != cls.kind:
             raise ValueError(f"{checkpoint} is a {spec.kind} run, not "
                              f"{cls.kind}.")
         task = cls(spec)
-        model, vocab = restore_finetuned(task, best)
+        model, vocab = restore_finetuned(task, best, dtype=dtype)
         return task.spec, vocab, model, (
             lambda saved: task.serving_module(model, saved, fixed_length))
 

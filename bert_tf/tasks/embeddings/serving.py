@@ -72,7 +72,7 @@ class Embeddings(ExportKind):
     kind = "embeddings"
 
     @classmethod
-    def build_export(cls, checkpoint, fixed_length=False,
+    def build_export(cls, checkpoint, fixed_length=False, dtype=None,
                      seq_length=256, normalize=True, word_seq_length=128,
                      doc_stride=64):
         """(spec, vocab, encoder, make_module) of the `embeddings` export of
@@ -84,11 +84,12 @@ class Embeddings(ExportKind):
             checkpoint: `hf:PATH`, `tf1:PATH`, `garden:PATH` or a bert_tf
                 checkpoint directory (`bert_tf.checkpoints.load_encoder`).
             fixed_length: run every request at the full length.
+            dtype: the Keras dtype policy to build the encoder in.
             seq_length: embeddings truncate texts to this many pieces.
             normalize: L2-normalise the embeddings.
             word_seq_length, doc_stride: the windows of `word_features`.
         """
-        pretrained = checkpoints.load_encoder(checkpoint)
+        pretrained = checkpoints.load_encoder(checkpoint, dtype=dtype)
         encoder = pretrained.encoder
         check_lengths(encoder.config, seq_length=seq_length,
                       word_seq_length=word_seq_length)

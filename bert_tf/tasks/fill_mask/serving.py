@@ -129,7 +129,7 @@ class FillMask(ExportKind):
     kind = "fill_mask"
 
     @classmethod
-    def build_export(cls, checkpoint, fixed_length=False,
+    def build_export(cls, checkpoint, fixed_length=False, dtype=None,
                      seq_length=128, marker="[MASK]", top_k=5,
                      max_masks=8):
         """(spec, vocab, pretrainer, make_module) of the `fill_mask` export
@@ -142,6 +142,7 @@ class FillMask(ExportKind):
                 masked-LM head (`bert-tf convert` output of a model that has
                 one, or a pre-training run's model_dir).
             fixed_length: run every request at the full length.
+            dtype: the Keras dtype policy to build the model in.
             seq_length: texts are cut to this many pieces.
             marker: the string that marks a mask in the text.
             top_k, max_masks: tokens per mask, masks per text.
@@ -153,12 +154,13 @@ class FillMask(ExportKind):
             raise ValueError(f"{checkpoint}: convert it first (`bert-tf "
                              "convert` keeps the masked-LM head), then "
                              "export the converted directory.")
-        pretrained = checkpoints.load_encoder(checkpoint)
+        pretrained = checkpoints.load_encoder(checkpoint, dtype=dtype)
         _, _, prefix = checkpoints.checkpoint_files(pretrained.directory)
         if not checkpoints.has_heads(prefix)[0]:
             raise ValueError(f"{checkpoint} has no masked-LM head (only an "
                              "encoder), so it cannot fill masks.")
-        pretrainer = BertPretrainer(pretrained.encoder, nsp=False)
+        pretrainer = BertPretrainer(pretrained.encoder, nsp=False,
+                                    dtype=dtype)
         checkpoints.restore_model(prefix, pretrained.encoder,
                                   pretrainer.masked_lm)
         vocab_size = pretrained.config.vocab_size

@@ -1,0 +1,176 @@
+"""Where the served graph's time goes: time per op type, op counts and the
+oneDNN / Grappler fusions that fire, at batch 1 and batch 32.
+
+A random-init BERT-Base classifier (latency does not depend on the
+weights) is exported with `export_model`, loaded the way TF Serving loads
+it (a TF1 session over the SavedModel's MetaGraph, Grappler on) and run on
+real RT sentences with full tracing. Per op type it prints the summed
+time per request and the count; the fused kernels (`_Fused*`, `_Mkl*`)
+are listed with what they fused. Also prints the wall-clock p50 of the
+same session, untraced, and the length bucket the requests ran at.
+
+    .venv/bin/python benchmarks/serving_profile.py [--precision fp32]
+        [--calls 30] [--top 15] [--export DIR]
+"""
+
+import argparse
+import collections
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+THREADS = 2
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+tf.config.threading.set_inter_op_parallelism_threads(THREADS)
+
+
+def build_export(out, preset="bert_base", precision="fp32"):
+    """A random-init classifier of `preset` on the bert-base-uncased vocab
+    (the MiniLM sample's), written as a fine-tuning run and exported."""
+    import yaml
+
+    from bert_tf import checkpoints
+    from bert_tf.data import samples
+    from bert_tf.models.encoder import BertEncoder
+    from bert_tf.serving.export import export_model
+    from bert_tf.tasks.classification.model import BertClassifier
+    from bert_tf.text.vocab import read_vocab
+
+    import keras
+    keras.utils.set_random_seed(0)
+    vocab = read_vocab(samples.fetch("minilm") / "vocab.txt")
+    encoder = BertEncoder.from_preset(preset)
+    model = BertClassifier(encoder, 2)
+    best = Path(out).parent.parent / "run" / "best"
+    best.mkdir(parents=True, exist_ok=True)
+    spec = {"kind": "classification", "name": "benchmark",
+            "labels": ["negative", "positive"], "pair": False,
+            "metrics": ["accuracy"], "seq_length": 128, "lower_case": True,
+            "dropout": 0.1, "encoder": vars(encoder.config)}
+    (best / "task.yaml").write_text(yaml.safe_dump(spec))
+    vocab.save(best / checkpoints.VOCAB_FILE)
+    tf.train.Checkpoint(**model.checkpoint_roots()).write(
+        str(best / checkpoints.WEIGHTS_PREFIX))
+    options = {} if precision == "fp32" else {"precision": precision}
+    export_model(best.parent, out, log=lambda *a: None, **options)
+    return Path(out)
+
+
+def load_session(export_dir):
+    """(session, input tensor, output tensors) of `serving_default`, loaded
+    as TF Serving loads a SavedModel."""
+    import tensorflow_text  # noqa: F401 (registers the tf-text ops)
+
+    graph = tf.Graph()
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=THREADS,
+        inter_op_parallelism_threads=THREADS)
+    session = tf.compat.v1.Session(graph=graph, config=config)
+    with graph.as_default():
+        meta = tf.compat.v1.saved_model.loader.load(
+            session, ["serve"], str(export_dir))
+    signature = meta.signature_def["serving_default"]
+    inputs = {k: graph.get_tensor_by_name(v.name)
+              for k, v in signature.inputs.items()}
+    outputs = {k: graph.get_tensor_by_name(v.name)
+               for k, v in signature.outputs.items()}
+    return session, inputs["text"], outputs
+
+
+_LABEL = re.compile(r"^[^=]+ = ([A-Za-z0-9_]+)\(")
+
+
+def profile(session, text_input, outputs, batches):
+    """{op type: [microseconds per request, nodes per request]} and the
+    fused kernels {op type: {fused ops}} over traced runs of `batches`."""
+    options = tf.compat.v1.RunOptions(
+        trace_level=tf.compat.v1.RunOptions.FULL_TRACE,
+        output_partition_graphs=True)
+    times = collections.defaultdict(lambda: [0.0, 0])
+    fusions = collections.defaultdict(set)
+    for batch in batches:
+        metadata = tf.compat.v1.RunMetadata()
+        session.run(outputs, {text_input: batch}, options=options,
+                    run_metadata=metadata)
+        for device in metadata.step_stats.dev_stats:
+            for node in device.node_stats:
+                match = _LABEL.match(node.timeline_label)
+                if not match or node.node_name.startswith("_SOURCE"):
+                    continue
+                entry = times[match.group(1)]
+                entry[0] += node.op_end_rel_micros - node.op_start_rel_micros
+                entry[1] += 1
+        for partition in metadata.partition_graphs:
+            for node in partition.node:
+                if node.op.startswith(("_Fused", "_Mkl")):
+                    fused = [f.decode() for f in node.attr["fused_ops"].list.s]
+                    fusions[node.op].add("+".join(fused) or "-")
+    runs = len(batches)
+    return ({op: [t / runs, n / runs] for op, (t, n) in times.items()},
+            fusions)
+
+
+def wall_p50(session, text_input, outputs, batches):
+    """Median wall-clock ms of untraced runs."""
+    session.run(outputs, {text_input: batches[0]})
+    seconds = []
+    for batch in batches:
+        start = time.perf_counter()
+        session.run(outputs, {text_input: batch})
+        seconds.append(time.perf_counter() - start)
+    return 1e3 * float(np.median(seconds))
+
+
+def report(title, times, fusions, wall_ms, top):
+    total = sum(t for t, _ in times.values())
+    print(f"\n{title}: wall p50 {wall_ms:.1f} ms; traced op time "
+          f"{total / 1e3:.1f} ms in {sum(n for _, n in times.values()):.0f} "
+          f"nodes per request")
+    print(f"  {'op type':<34} {'ms':>8} {'share':>6} {'nodes':>6}")
+    for op, (t, n) in sorted(times.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"  {op:<34} {t / 1e3:8.2f} {t / total:6.1%} {n:6.0f}")
+    print("  fused kernels: " + ("; ".join(
+        f"{op} [{', '.join(sorted(f))}]" for op, f in sorted(
+            fusions.items())) or "none"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--precision", default="fp32",
+                        choices=("fp32", "bf16"))
+    parser.add_argument("--preset", default="bert_base")
+    parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--export", help="profile this export instead of "
+                                         "building one")
+    args = parser.parse_args()
+
+    from bert_tf.data.sample_texts import read_rt_snippets
+
+    texts, _ = read_rt_snippets()
+    with tempfile.TemporaryDirectory() as tmp:
+        export_dir = Path(args.export) if args.export else build_export(
+            Path(tmp) / "export" / "bench" / "1", args.preset,
+            args.precision)
+        session, text_input, outputs = load_session(export_dir)
+        print(f"{export_dir}: {args.preset}, {args.precision}; TF "
+              f"{tf.__version__}, {THREADS} threads, {os.cpu_count()} cores; "
+              f"oneDNN {os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'default')}")
+        for size, calls in ((1, args.calls), (32, max(3, args.calls // 6))):
+            batches = [np.array(texts[i * size:(i + 1) * size], dtype=object)
+                       for i in range(calls)]
+            wall = wall_p50(session, text_input, outputs, batches)
+            times, fusions = profile(session, text_input, outputs,
+                                     batches[:max(2, calls // 3)])
+            report(f"batch {size}", times, fusions, wall, args.top)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Precision by the hardware: bf16 is fast only on CPUs with AVX512_BF16 or
+AMX (and on accelerators); elsewhere oneDNN emulates it, slower than fp32.
+`auto` settings in the configs and `bert-tf export --precision` ask here.
+"""
+
+import warnings
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_bf16_flags(cpuinfo="/proc/cpuinfo"):
+    """The CPU flags of native bf16 arithmetic this machine has (Linux;
+    none where /proc/cpuinfo cannot be read).
+
+    Example:
+    >>> cpu_bf16_flags("/nonexistent")
+    []
+    """
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        return []
+    return [flag for flag in BF16_FLAGS if flag in flags]
+
+
+def describe_choice(chosen, flags):
+    """Why `auto` chose `chosen`, for the log."""
+    if flags:
+        return f"{chosen} (this CPU has {', '.join(flags)})"
+    return (f"{chosen} (this CPU has neither AVX512_BF16 nor AMX: bf16 "
+            "would be emulated and slower)")
+
+
+def training_policy(name, log=print, cpuinfo="/proc/cpuinfo",
+                    accelerator=None):
+    """The Keras mixed-precision policy of a config's `mixed_precision`:
+    `auto` is `mixed_bfloat16` on a TPU or GPU or a CPU with native bf16,
+    `float32` otherwise (logged); other names pass through.
+
+    Example:
+    >>> training_policy("float32")
+    'float32'
+    >>> training_policy("auto", log=lambda line: None, cpuinfo="/nonexistent",
+    ...                 accelerator=False)
+    'float32'
+    """
+    if name != "auto":
+        return name
+    if accelerator is None:
+        import tensorflow as tf
+
+        accelerator = bool(tf.config.list_logical_devices("GPU") or
+                           tf.config.list_logical_devices("TPU"))
+    flags = cpu_bf16_flags(cpuinfo)
+    chosen = "mixed_bfloat16" if accelerator or flags else "float32"
+    log("mixed_precision auto: " + (
+        f"{chosen} (an accelerator)" if accelerator else
+        describe_choice(chosen, flags)))
+    return chosen
+
+
+def resolve_precision(cfg, log=print):
+    """`cfg` (a pre-training or fine-tuning config) with `mixed_precision:
+    auto` replaced by the policy this machine runs fastest."""
+    import dataclasses
+
+    return dataclasses.replace(
+        cfg, mixed_precision=training_policy(cfg.mixed_precision, log))
+
+
+def warn_if_emulated(precision, where, cpuinfo="/proc/cpuinfo"):
+    """Warns when bf16 work is set up on a CPU without native bf16."""
+    if precision == "bf16" and not cpu_bf16_flags(cpuinfo):
+        warnings.warn(
+            f"{where} was exported with --precision bf16, but this CPU has "
+            "neither AVX512_BF16 nor AMX: bf16 is emulated here and slower "
+            "than fp32. Export it again with --precision fp32 (or auto) for "
+            "this machine.", RuntimeWarning, stacklevel=3)

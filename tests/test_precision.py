@@ -1,0 +1,81 @@
+"""Export precision: `auto` follows the CPU's bf16 flags and says what it
+chose; a bf16 export loaded where bf16 is emulated warns, naming the flag;
+bf16 keeps layer norms and every output in float32."""
+
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.layers.base import norm_policy
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.serving import precision
+
+
+def _cpuinfo(tmp_path, flags):
+    path = tmp_path / "cpuinfo"
+    path.write_text(f"processor\t: 0\nflags\t\t: fpu sse2 avx2 {flags}\n\n")
+    return str(path)
+
+
+def test_auto_follows_the_cpu_flags(tmp_path):
+    lines = []
+    assert precision.resolve("auto", lines.append, _cpuinfo(
+        tmp_path, "avx512f avx512_bf16")) == "bf16"
+    assert lines == ["precision auto: bf16 (this CPU has avx512_bf16)"]
+    assert precision.resolve("auto", lines.append,
+                             _cpuinfo(tmp_path, "avx512f")) == "fp32"
+    assert "neither AVX512_BF16 nor AMX" in lines[-1]
+    assert precision.resolve("auto", lines.append,
+                             _cpuinfo(tmp_path, "amx_bf16")) == "bf16"
+    assert precision.resolve("bf16", lines.append,
+                             _cpuinfo(tmp_path, "")) == "bf16"
+    with pytest.raises(ValueError, match="--precision fp16: use one of "
+                       "fp32, bf16, auto"):
+        precision.resolve("fp16")
+
+
+def test_emulated_bf16_warns_naming_the_flag(tmp_path):
+    with pytest.warns(RuntimeWarning, match="--precision bf16.*neither "
+                      "AVX512_BF16 nor AMX.*--precision fp32"):
+        precision.warn_if_emulated("bf16", "export/x/1",
+                                   _cpuinfo(tmp_path, "avx2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        precision.warn_if_emulated("bf16", "x", _cpuinfo(tmp_path,
+                                                         "avx512_bf16"))
+        precision.warn_if_emulated("fp32", "x", _cpuinfo(tmp_path, ""))
+
+
+def test_bf16_encoder_keeps_norms_and_residuals_in_float32():
+    assert norm_policy("bfloat16") == "float32"
+    encoder = BertEncoder.from_preset("bert_tiny", dtype="bfloat16")
+    norms = [v for v in encoder.weights if "norm" in v.path]
+    others = [v for v in encoder.weights if "norm" not in v.path]
+    assert norms and {v.dtype for v in norms} == {"float32"}
+    assert {v.dtype for v in others} == {"bfloat16"}
+    ids = np.full((2, 8), 1000, "int32")
+    out = encoder({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                   "input_type_ids": np.zeros_like(ids)})
+    assert out["sequence_output"].dtype == tf.float32
+
+
+def test_fp32_encoder_is_unchanged_by_the_norm_policy():
+    encoder = BertEncoder.from_preset("bert_tiny")
+    assert {v.dtype for v in encoder.weights} == {"float32"}
+
+
+def test_training_auto_follows_the_hardware(tmp_path):
+    from bert_tf.training.precision import training_policy
+
+    lines = []
+    assert training_policy("auto", lines.append, _cpuinfo(
+        tmp_path, "avx512_bf16"), accelerator=False) == "mixed_bfloat16"
+    assert lines[-1] == ("mixed_precision auto: mixed_bfloat16 (this CPU "
+                         "has avx512_bf16)")
+    assert training_policy("auto", lines.append, _cpuinfo(tmp_path, "avx2"),
+                           accelerator=False) == "float32"
+    assert training_policy("auto", lines.append, _cpuinfo(tmp_path, "avx2"),
+                           accelerator=True) == "mixed_bfloat16"
+    assert training_policy("mixed_float16", lines.append) == "mixed_float16"
