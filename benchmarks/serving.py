@@ -197,9 +197,10 @@ def classification(args, tmp, hf, tokenizer, vocab_path, texts, bf16):
     from bert_tf.serving.export import load_exported
 
     served = {}
-    for name, precision, fixed in (("ours fp32, length buckets", "fp32", False),
-                                   ("ours bf16, length buckets", "bf16", False),
-                                   ("ours fp32, fixed seq 128", "fp32", True)):
+    variants = (("ours fp32, length buckets", "fp32", False),
+                ("ours bf16, length buckets", "bf16", False),
+                ("ours fp32, fixed seq 128", "fp32", True))
+    for name, precision, fixed in variants:
         if precision == "bf16" and not bf16:
             continue
         out = _our_export(tmp / "hf", vocab_path,

@@ -3,7 +3,6 @@
 import argparse
 import os
 import sys
-from functools import partial
 
 from bert_tf.config_io import CHECKPOINT_SOURCES
 
@@ -132,33 +131,14 @@ def _finetune(args):
 
 
 def _export(args):
-    from bert_tf.serving.export import export, export_model
-    from bert_tf.serving.hub import export_hub
-    from bert_tf.serving.tflite import export_tflite
+    from bert_tf.serving import write_export
 
-    # (--format, --kind) -> the writer and the options it takes (a writer's
-    # own default seq_length unless --seq-length is given).
-    common = {"overwrite": args.overwrite}
-    size = {"seq_length": args.seq_length} if args.seq_length else {}
-    length = {"fixed_length": args.fixed_length, "precision": args.precision}
-    routes = {
-        ("tflite", "task"): (export_tflite, {"quantize": args.quantize}),
-        ("savedmodel", "task"): (export_model, length),
-        ("savedmodel", "hub"): (export_hub, {**size,
-                                             "precision": args.precision}),
-        ("savedmodel", "embeddings"): (partial(export, "embeddings"), {
-            **length, **size, "normalize": not args.no_normalize}),
-        ("savedmodel", "fill_mask"): (partial(export, "fill_mask"), {
-            **length, **size, "marker": args.marker, "top_k": args.top_k,
-            "max_masks": args.max_masks}),
-    }
-    if (args.format, args.kind) not in routes:
-        kinds = " or ".join(f"--kind {k}" for f, k in routes
-                            if f == args.format)
-        raise ValueError(f"--format {args.format} exports {kinds}, not "
-                         f"--kind {args.kind}.")
-    write, options = routes[args.format, args.kind]
-    write(args.checkpoint, args.out, **common, **options)
+    write_export(args.format, args.kind, args.checkpoint, args.out,
+                 overwrite=args.overwrite, fixed_length=args.fixed_length,
+                 precision=args.precision, quantize=args.quantize,
+                 seq_length=args.seq_length, normalize=not args.no_normalize,
+                 marker=args.marker, top_k=args.top_k,
+                 max_masks=args.max_masks)
 
 
 def _predict(args):

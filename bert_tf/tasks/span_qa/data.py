@@ -181,7 +181,8 @@ def wnut_qa_examples(sentences, seed=0, offset=0):
     for number, item in enumerate(sentences, offset):
         tweets = item if isinstance(item, list) else [item]
         context, entities = _context_entities(tweets)
-        present = [t for t in sample_texts.TYPES if any(e[0] == t for e in entities)]
+        present = [t for t in sample_texts.TYPES
+                   if any(e[0] == t for e in entities)]
         for kind in present:
             chosen = [(text, start) for t, text, start in entities
                       if t == kind]
@@ -239,7 +240,8 @@ def load_wnut_qa(cache=None, seed=0, threads=False):
     """
     sentences = sample_texts.read_wnut(cache)
     splits = {}
-    for split, indices in sample_texts.split_indices(len(sentences), seed).items():
+    splits_of = sample_texts.split_indices(len(sentences), seed)
+    for split, indices in splits_of.items():
         examples = []
         for i in indices:
             examples += wnut_qa_examples([sentences[i]], seed=seed * 100003 +
