@@ -135,20 +135,21 @@ def test_hub_keras_layer_tutorial_fine_tunes(exported):
     import tf_keras
 
     _, report = exported
+    tf_keras.utils.set_random_seed(0)  # the head's init and the dropout
     text = tf_keras.layers.Input(shape=(), dtype=tf.string)
     inputs = hub.KerasLayer(str(report["preprocess"]))(text)
     encoder = hub.KerasLayer(str(report["encoder"]), trainable=True)
     pooled = encoder(inputs)["pooled_output"]
     logits = tf_keras.layers.Dense(2)(pooled)
     model = tf_keras.Model(text, logits)
-    model.compile(tf_keras.optimizers.Adam(1e-2), loss=tf_keras.losses.
+    model.compile(tf_keras.optimizers.Adam(3e-3), loss=tf_keras.losses.
                   SparseCategoricalCrossentropy(from_logits=True))
     before = [w.numpy().copy() for w in encoder.trainable_weights]
     texts = np.array(["the film was good", "the plot was bad"] * 8)
     labels = np.array([1, 0] * 8)
-    history = model.fit(texts, labels, batch_size=8, epochs=3, verbose=0)
+    history = model.fit(texts, labels, batch_size=8, epochs=8, verbose=0)
     losses = history.history["loss"]
-    assert losses[-1] < losses[0] and np.isfinite(losses).all()
+    assert max(losses[-2:]) < losses[0] and np.isfinite(losses).all()
     changed = sum(not np.array_equal(b, w.numpy()) for b, w in
                   zip(before, encoder.trainable_weights))
     assert changed == len(before)
@@ -250,5 +251,8 @@ def test_cli_exports_minilm_in_hub_format(minilm, minilm_dir, tmp_path,
                                   reference["input_word_ids"])
     theirs = tf.saved_model.load(str(out / "encoder"))(inputs)
     ours = minilm.encoder(inputs, training=False)
+    # The saved graph runs oneDNN's fused MatMul + bias + erf-GELU kernel;
+    # eager Keras runs the ops one by one: equal within 1e-5 relative.
     for name in ("pooled_output", "sequence_output"):
-        np.testing.assert_allclose(theirs[name], ours[name], atol=1e-5)
+        np.testing.assert_allclose(theirs[name], ours[name], atol=1e-5,
+                                   rtol=1e-5)
