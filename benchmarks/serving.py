@@ -288,7 +288,6 @@ def main():
     args = parser.parse_args()
 
     import torch
-    import transformers
     from transformers import BertTokenizerFast
 
     from bert_tf.data import samples
@@ -306,8 +305,28 @@ def main():
         models, labels = _hf_models(tmp / "hf")
         rows, versions = classification(args, tmp, models["classification"],
                                         tokenizer, vocab_path, texts, bf16)
-        task_rows = {} if args.skip_tasks else qa_and_ner(
-            args, tmp, models, tokenizer, vocab_path, labels, bf16)
+        _print_header(texts, tokenizer, versions)
+        print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
+              f"{'b32 sent/s':>11}")
+        for name, (p50, p99, rate) in rows.items():
+            print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f}",
+                  flush=True)
+        if args.skip_tasks:
+            return
+        task_rows = qa_and_ner(args, tmp, models, tokenizer, vocab_path,
+                               labels, bf16)
+    print(f"\n{'batch 1, real WNUT inputs':<38} {'p50 ms':>10} "
+          f"{'p99 ms':>10}")
+    for name, (p50, p99) in task_rows.items():
+        print(f"{name:<38} {p50:10.2f} {p99:10.2f}")
+
+
+def _print_header(texts, tokenizer, versions):
+    import torch
+    import transformers
+
+    from bert_tf.training.precision import cpu_bf16_flags
+
     lengths = [len(tokenizer(t)["input_ids"]) for t in texts]
     print(f"\nBERT-Base (random init, same weights everywhere), "
           f"{len(texts)} real RT sentences (mean {np.mean(lengths):.1f} "
@@ -318,14 +337,6 @@ def main():
           f"torch {torch.__version__}, transformers "
           f"{transformers.__version__}, onnxruntime {versions[0]}, "
           f"openvino {versions[1]}; {time.strftime('%Y-%m-%d')}")
-    print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} {'b32 sent/s':>11}")
-    for name, (p50, p99, rate) in rows.items():
-        print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f}")
-    if task_rows:
-        print(f"\n{'batch 1, real WNUT inputs':<38} {'p50 ms':>10} "
-              f"{'p99 ms':>10}")
-        for name, (p50, p99) in task_rows.items():
-            print(f"{name:<38} {p50:10.2f} {p99:10.2f}")
 
 
 if __name__ == "__main__":
