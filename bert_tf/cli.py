@@ -333,7 +333,7 @@ def build_parser():
     p.set_defaults(func=_pretrain)
 
     p = sub.add_parser("finetune", help="fine-tune any task kind with a "
-                                        "config (classification, span QA)")
+                                        "config (task.kind names it)")
     _add_run_arguments(p, "configs/finetune/rt_sentiment_minilm.yaml",
                        "epochs=1")
     p.set_defaults(func=_finetune)
