@@ -12,7 +12,7 @@ from bert_tf.tasks.similarity.data import load_local_pairs
 from bert_tf.tasks.similarity.model import BertBiEncoder
 from bert_tf.text.vocab import Vocab
 from conftest import assert_bf16_export_agrees, finetune_toy
-from test_export import HOSTILE
+from test_export import HOSTILE, run_serving_check
 from toy_task import ENCODER, VOCAB, finetune_config
 
 POSITIVE, NEGATIVE = ["good", "great", "fine"], ["bad", "awful", "dull"]
@@ -129,6 +129,12 @@ def test_export_scores_two_strings_like_evaluation(pairs_run, tmp_path,
         (embed.numpy()[:2] * loaded.signatures["embed"](
             text=tf.constant(b[:2]))["embedding"].numpy()).sum(-1),
         scores.numpy()[:2], atol=1e-5)
+    # The C API program serves it with no Python in the path.
+    lines = run_serving_check(out, [f"{x}\t{y}" for x, y in zip(a, b)],
+                              tmp_path)
+    np.testing.assert_allclose([float(line.split("score=")[1])
+                                for line in lines], scores.numpy(),
+                               atol=1e-5)
     hostile = serve(text=tf.constant(HOSTILE),
                     text_b=tf.constant(HOSTILE[::-1]))["score"].numpy()
     assert hostile.shape == (len(HOSTILE),) and np.isfinite(hostile).all()
