@@ -135,6 +135,9 @@ class ExportKind:
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):
+        """`bert-tf predict`: runs a loaded export on the command line's
+        inputs (`args.texts`, `args.input`, `args.batch_size` and the
+        kind's own `predict_arguments`) and prints the answers."""
         raise NotImplementedError
 
 
@@ -227,14 +230,6 @@ class Task(ExportKind):
         """A `tf.Module` with `signatures()` and `warmup_requests()`; its
         graph cuts each request to a length bucket unless `fixed_length`."""
         raise NotImplementedError
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        """`bert-tf predict`: runs a loaded export on the command line's
-        inputs (`args.texts`, `args.input`, `args.batch_size` and the
-        kind's own `predict_arguments`) and prints the answers."""
-        raise NotImplementedError
-
 
 class TaskModule(tf.Module):
     """Base of the `tf.Module` each task kind exports: it tracks the

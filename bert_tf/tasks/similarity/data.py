@@ -74,9 +74,10 @@ def load_stsb(data_dir=None):
     return PairData("glue/stsb", splits)
 
 
-def load_pairs(spec, data_dir=None, train=None, validation=None, test=None,
-               **columns):
-    """A `PairData` from a spec: `glue/stsb` or `local`."""
+def load_pairs(spec, data_dir=None, seed=0, train=None, validation=None,
+               test=None, **columns):
+    """A `PairData` from a spec: `glue/stsb` or `local` (both have fixed
+    splits, so `seed` changes nothing)."""
     if spec == "glue/stsb":
         return load_stsb(data_dir)
     if spec == "local":

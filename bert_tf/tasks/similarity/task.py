@@ -55,10 +55,7 @@ class Similarity(Task):
 
     @classmethod
     def load_data(cls, t):
-        return load_pairs(t.name, data_dir=t.data_dir or None,
-                          train=t.train_file,
-                          validation=t.validation_file or None,
-                          test=t.test_file or None, text=t.text,
+        return load_pairs(t.name, **t.split_args(), text=t.text,
                           text_b=t.text_b, label=t.label,
                           max_score=t.max_score, fmt=t.format or None)
 
