@@ -259,8 +259,9 @@ class PretrainConfig:
             `multi_worker_mirrored` or `tpu`.
         tpu: TPU name/address for `strategy: tpu`.
         mixed_precision: `float32`, `mixed_bfloat16`, `mixed_float16` or
-            `auto` (`mixed_bfloat16` on an accelerator or a CPU with
-            AVX512_BF16 or AMX, `float32` elsewhere; the choice is logged).
+            `auto` (`mixed_bfloat16` on a TPU, an Ampere or later GPU or a
+            CPU with AVX512_BF16 or AMX, `float32` elsewhere; the choice is
+            logged).
     """
 
     encoder: EncoderConfig = dataclasses.field(default_factory=EncoderConfig)

@@ -44,13 +44,13 @@ class BertEmbeddings(ConfigLayer):
         init = truncated_normal(initializer_range)
         self.word_embeddings = keras.layers.Embedding(
             vocab_size, hidden_size, embeddings_initializer=init,
-            dtype=self.dtype_policy, name="word_embeddings")
+            dtype=norm_policy(self.dtype_policy), name="word_embeddings")
         self.type_embeddings = keras.layers.Embedding(
             type_vocab_size, hidden_size, embeddings_initializer=init,
-            dtype=self.dtype_policy, name="type_embeddings")
+            dtype=norm_policy(self.dtype_policy), name="type_embeddings")
         self.position_embeddings = keras.layers.Embedding(
             max_position_embeddings, hidden_size, embeddings_initializer=init,
-            dtype=self.dtype_policy, name="position_embeddings")
+            dtype=norm_policy(self.dtype_policy), name="position_embeddings")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
             name="layer_norm")

@@ -80,10 +80,12 @@ class MaskedLMHead(ConfigLayer):
     def call(self, sequence_output, masked_lm_positions):
         x = gather_positions(sequence_output, masked_lm_positions)
         x = self.layer_norm(self._activation(self.transform(x)))
-        x = ops.cast(x, self.compute_dtype)
-        table = (self.token_embedding.embeddings if self.token_embedding
-                 is not None else self.output_embeddings)
-        logits = ops.matmul(x, ops.transpose(ops.cast(table, x.dtype)))
+        table = ops.convert_to_tensor(
+            self.token_embedding.embeddings if self.token_embedding
+            is not None else self.output_embeddings)
+        # In the table's dtype: a float32 table (the embeddings of a bf16
+        # model stay float32) is not cast whole on every call.
+        logits = ops.matmul(ops.cast(x, table.dtype), ops.transpose(table))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias,
                                                       "float32")
 

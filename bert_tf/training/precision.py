@@ -33,31 +33,45 @@ def describe_choice(chosen, flags):
             "would be emulated and slower)")
 
 
+def accelerator_bf16():
+    """(has an accelerator, it computes bf16 natively): a TPU, or GPUs all
+    of compute capability 8.0 (Ampere) or later; older GPUs emulate bf16."""
+    import tensorflow as tf
+
+    if tf.config.list_logical_devices("TPU"):
+        return True, True
+    gpus = tf.config.list_physical_devices("GPU")
+    capabilities = [tf.config.experimental.get_device_details(gpu).get(
+        "compute_capability") or (0, 0) for gpu in gpus]
+    return bool(gpus), bool(gpus) and min(capabilities) >= (8, 0)
+
+
 def training_policy(name, log=print, cpuinfo="/proc/cpuinfo",
                     accelerator=None):
     """The Keras mixed-precision policy of a config's `mixed_precision`:
-    `auto` is `mixed_bfloat16` on a TPU or GPU or a CPU with native bf16,
-    `float32` otherwise (logged); other names pass through.
+    `auto` is `mixed_bfloat16` on a TPU, an Ampere or later GPU or a CPU
+    with native bf16, `float32` otherwise (logged); other names pass
+    through. `accelerator`: (present, native bf16), found when None.
 
     Example:
     >>> training_policy("float32")
     'float32'
     >>> training_policy("auto", log=lambda line: None, cpuinfo="/nonexistent",
-    ...                 accelerator=False)
+    ...                 accelerator=(False, False))
     'float32'
     """
     if name != "auto":
         return name
-    if accelerator is None:
-        import tensorflow as tf
-
-        accelerator = bool(tf.config.list_logical_devices("GPU") or
-                           tf.config.list_logical_devices("TPU"))
+    present, native = accelerator_bf16() if accelerator is None \
+        else accelerator
+    if present:
+        chosen = "mixed_bfloat16" if native else "float32"
+        log(f"mixed_precision auto: {chosen} (an accelerator "
+            f"{'with' if native else 'without'} native bf16)")
+        return chosen
     flags = cpu_bf16_flags(cpuinfo)
-    chosen = "mixed_bfloat16" if accelerator or flags else "float32"
-    log("mixed_precision auto: " + (
-        f"{chosen} (an accelerator)" if accelerator else
-        describe_choice(chosen, flags)))
+    chosen = "mixed_bfloat16" if flags else "float32"
+    log("mixed_precision auto: " + describe_choice(chosen, flags))
     return chosen
 
 
