@@ -134,7 +134,7 @@ def test_no_task_kind_imports_another():
 # CLI and the demo run everything.
 LAYERS = [
     {"config", "config_io", "presets", "text", "layers", "training",
-     "losses", "storage"},
+     "losses", "storage", "safe_io"},
     {"models", "data"},
     {"tasks", "checkpoints", "serving"},
     {"finetune", "pretrain"},

@@ -24,6 +24,8 @@ import time
 import numpy as np
 
 from bert_tf.data.protobuf_wire import field, varint
+from bert_tf.safe_io import (check_writable, guarded_write, remove_quietly,
+                             write_text_atomic)
 from bert_tf.storage import GPath
 
 MANIFEST = "manifest.json"
@@ -250,6 +252,7 @@ def write_pairs(documents, tokenizer, output_dir, seq_length=128,
     """
     if not 0.0 <= eval_share < 1.0:
         raise ValueError(f"eval_share = {eval_share}: must be in [0, 1).")
+    check_writable(output_dir, "the pairs")
     documents = list(documents)
     if eval_share and len(documents) < 2:
         raise ValueError("eval_share needs at least 2 documents.")
@@ -279,8 +282,9 @@ def write_manifest(output_dir, stats, shards, **settings):
                      "next_sentence_label": "int64 (0 IsNext, 1 NotNext)"},
         **settings, "shards": shards, "stats": dataclasses.asdict(stats),
     }
-    (GPath(output_dir) / MANIFEST).write_text(
-        json.dumps(manifest, indent=2) + "\n")
+    # Written last and whole: shards without it are not read as pairs.
+    write_text_atomic(GPath(output_dir) / MANIFEST,
+                      json.dumps(manifest, indent=2) + "\n", "the manifest")
 
 
 def _write_split(documents, tokenizer, output_dir, seq_length, dupe_factor,
@@ -331,10 +335,14 @@ def _write_split(documents, tokenizer, output_dir, seq_length, dupe_factor,
     random.Random(seed).shuffle(records)
     num_shards = num_shards or max(1, min(256, len(records) // 10_000))
     shards = []
+    # Rewriting a directory: its old manifest goes first, so shards half
+    # rewritten are never read as a complete set.
+    remove_quietly(output_dir / MANIFEST)
     for shard in range(num_shards):
         path = output_dir / f"pairs-{shard:05d}-of-{num_shards:05d}.tfrecord"
         part = records[shard::num_shards]
-        with tf.io.TFRecordWriter(str(path)) as writer:
+        with guarded_write(path, "a pair shard", cleanup=(path,)), \
+                tf.io.TFRecordWriter(str(path)) as writer:
             for record in part:
                 writer.write(record)
         shards.append({"file": path.name, "records": len(part),

@@ -17,7 +17,11 @@ import tensorflow as tf
 from bert_tf import config as config_lib
 from bert_tf import tasks
 from bert_tf.serving import precision as precision_lib
+from bert_tf.safe_io import (check_writable, guarded_write,
+                             recover_directory, replace_directory)
 from bert_tf.serving import warmup
+from bert_tf.serving.integrity import (broken_export_error,
+                                       check_export_files)
 from bert_tf.storage import GPath
 
 SIGNATURE_TENSORS = "signature_tensors.txt"
@@ -199,7 +203,7 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     Returns:
         As `export_model`.
     """
-    out = _check_out(out, overwrite)
+    out = _check_out(out, overwrite, log)
     precision = precision_lib.resolve(precision, log)
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
@@ -254,17 +258,19 @@ def export_fill_mask(checkpoint, out, log=print, overwrite=False,
                   fixed_length, **options)
 
 
-def _check_out(out, overwrite):
+def _check_out(out, overwrite, log=print):
     out = GPath(out)
     if not out.name.isdigit():
         raise ValueError(f"Export path {out} must end in a numeric version "
                          "directory (export/NAME/VERSION), as TF Serving "
                          "expects.")
-    if out.exists():
-        if not overwrite:
-            raise ValueError(f"{out} already exists; export to a new version "
-                             "or pass --overwrite.")
-        out.rmtree()
+    if recover_directory(out):  # an export killed while swapping in
+        log(f"put back {out}: the last export was cut off while moving in")
+    if out.exists() and not overwrite:
+        raise ValueError(f"{out} already exists; export to a new version "
+                         "or pass --overwrite.")
+    # An existing export is replaced only once the new one is written.
+    check_writable(out.parent, "the export")
     return out
 
 
@@ -273,27 +279,33 @@ def _write_export(out, spec, vocab, model, log, make_module):
     moved into place) with its warm-up records, signature tensors, spec
     and op audit, and updates `models.config` and the batching
     parameters; logs and returns the report."""
+    # Staged beside `out` (a rerun clears what a killed export left), then
+    # swapped in: TF Serving never sees half a model, and a failed write
+    # keeps the export that was there.
     staging = out.with_name(out.name + ".partial")
     staging.rmtree(ignore_errors=True)
-    staging.mkdir(parents=True)
-    module = make_module(vocab.saved(staging / "vocab.txt"))
-    tf.saved_model.save(module, str(staging / "model"),
-                        signatures=module.signatures())
-    saved = staging / "model"
-    extra = saved / "assets.extra"
-    extra.mkdir(exist_ok=True)
-    requests = module.warmup_requests()
-    warmup.write_warmup_requests(extra / "tf_serving_warmup_requests",
-                                 requests, out.parent.name)
-    (extra / SIGNATURE_TENSORS).write_text(_signature_tensors(saved))
-    (extra / "bert_tf.json").write_text(json.dumps(
-        {k: v for k, v in spec.items() if k != "encoder"}, indent=2) + "\n")
-    ops = audit_ops(saved)
-    saved.replace(out)
-    staging.rmtree()
-    config_path = update_models_config(out.parent.parent)
-    batching_path = write_batching_parameters(out.parent.parent,
-                                              module.BATCH_SIZES)
+    with guarded_write(out, "the export", cleanup=(staging,)):
+        staging.mkdir(parents=True)
+        module = make_module(vocab.saved(staging / "vocab.txt"))
+        tf.saved_model.save(module, str(staging / "model"),
+                            signatures=module.signatures())
+        saved = staging / "model"
+        extra = saved / "assets.extra"
+        extra.mkdir(exist_ok=True)
+        requests = module.warmup_requests()
+        warmup.write_warmup_requests(extra / "tf_serving_warmup_requests",
+                                     requests, out.parent.name)
+        (extra / SIGNATURE_TENSORS).write_text(_signature_tensors(saved))
+        (extra / "bert_tf.json").write_text(json.dumps(
+            {k: v for k, v in spec.items() if k != "encoder"}, indent=2) +
+            "\n")
+        ops = audit_ops(saved)
+    replace_directory(saved, out, "the export")
+    staging.rmtree(ignore_errors=True)
+    with guarded_write(out.parent.parent, "the TF Serving config"):
+        config_path = update_models_config(out.parent.parent)
+        batching_path = write_batching_parameters(out.parent.parent,
+                                                  module.BATCH_SIZES)
     size = _directory_bytes(out)
     what = ", ".join(f"{k} {spec[k]}" for k in ("labels", "version_2")
                      if k in spec)
@@ -321,7 +333,12 @@ def load_exported(path):
     """Loads an export (imports tensorflow_text first, which it needs)."""
     import tensorflow_text  # noqa: F401 (registers the tf-text ops)
 
-    loaded = tf.saved_model.load(str(_check_saved_model(path)))
+    path = _check_saved_model(path)
+    check_export_files(path)
+    try:
+        loaded = tf.saved_model.load(str(path))
+    except Exception as error:  # noqa: BLE001 (any damage, any file)
+        raise broken_export_error(path, error) from None
     info = GPath(path) / "assets.extra" / "bert_tf.json"
     if info.is_file():
         precision_lib.warn_if_emulated(

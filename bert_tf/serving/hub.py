@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.models.encoder import INPUT_NAMES
+from bert_tf.safe_io import check_writable, guarded_write, replace_directory
 from bert_tf.serving import precision as precision_lib
 from bert_tf.serving.export import audit_ops
 from bert_tf.tasks.base import check_lengths
@@ -203,12 +204,26 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     if out.exists() and not overwrite:
         raise ValueError(f"{out} already exists; choose a new directory or "
                          "pass --overwrite.")
+    check_writable(out.parent, "the hub export")
     precision = precision_lib.resolve(precision, log)
     pretrained = checkpoints.load_encoder(
         checkpoint, dtype=precision_lib.POLICIES[precision])
     check_lengths(pretrained.config, seq_length=seq_length)
     staging = out.with_name(out.name + ".partial")
     staging.rmtree(ignore_errors=True)
+    with guarded_write(out, "the hub export", cleanup=(staging,)):
+        ops = _write_hub_modules(staging, pretrained, seq_length, lower_case,
+                                 checkpoint, precision)
+    replace_directory(staging, out, "the hub export")
+    _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops)
+    return {"preprocess": out / "preprocess", "encoder": out / "encoder",
+            "ops": ops}
+
+
+def _write_hub_modules(staging, pretrained, seq_length, lower_case,
+                       checkpoint, precision):
+    """Writes the preprocess and encoder SavedModels into `staging`;
+    returns their op audits."""
     staging.mkdir(parents=True)
     vocab = pretrained.vocab.saved(staging / "vocab.txt")
     modules = {
@@ -228,10 +243,13 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
             json.dumps({**info, "part": name}, indent=2) + "\n")
         ops[name] = audit_ops(path)
     (staging / "vocab.txt").unlink()
-    if out.exists():
-        out.rmtree()
-    staging.replace(out)
-    encoder = pretrained.encoder
+    return ops
+
+
+def _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops):
+    encoder, config = pretrained.encoder, pretrained.config
+    info = {"num_layers": config.num_layers,
+            "hidden_size": config.hidden_size}
     log(f"wrote TF Hub-format SavedModels of {checkpoint} "
         f"({encoder.count_params():,} parameters, "
         f"{info['num_layers']} layers, hidden {info['hidden_size']}):")
@@ -247,8 +265,6 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
             "no PyFunc")
     log("load with `import tensorflow_text` first, then "
         "tf.saved_model.load, hub.KerasLayer or keras.layers.TFSMLayer")
-    return {"preprocess": out / "preprocess", "encoder": out / "encoder",
-            "ops": ops}
 
 
 __all__ = ["HubEncoder", "HubPreprocessor", "export_hub", "word_pieces"]

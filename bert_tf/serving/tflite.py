@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import tasks
+from bert_tf.safe_io import check_writable, guarded_write
 from bert_tf.storage import GPath
 from bert_tf.tasks.base import same_batch
 from bert_tf.text.packer import pack_dense
@@ -109,16 +110,18 @@ def export_tflite(checkpoint, out, quantize="none", log=print,
     if out.exists() and not overwrite:
         raise ValueError(f"{out} already exists; choose another file or "
                          "pass --overwrite.")
+    check_writable(out.parent, "the TFLite file")
     task, model, vocab, _ = tasks.load_finetuned(checkpoint)
     if task.kind != "classification":
         raise ValueError(f"{checkpoint} holds a {task.kind} model: the "
                          "TFLite export covers classifiers; export it as a "
                          "SavedModel (--format savedmodel).")
     flatbuffer = convert(TFLiteModule(model, task.spec, vocab), quantize)
-    out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
-    partial.write_bytes(flatbuffer)
-    partial.replace(out)
+    with guarded_write(out, "the TFLite file", cleanup=(partial,),
+                       needed=len(flatbuffer)):
+        partial.write_bytes(flatbuffer)
+        partial.replace(out)
     custom = custom_ops(out)
     log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
         f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "

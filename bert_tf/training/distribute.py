@@ -68,3 +68,21 @@ def is_chief(strategy):
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return task_type == "chief" or (not has_chief and task_type == "worker"
                                     and task_id == 0)
+
+
+def check_same_step(strategy, step):
+    """Raises unless every replica (every worker) restored `step`: each
+    reads the chief's checkpoints and skips the same unreadable ones, so a
+    difference means the workers see different files."""
+    if strategy.num_replicas_in_sync == 1:
+        return
+    value = tf.constant([step, step * step, 1], tf.float64)
+    values = strategy.experimental_distribute_values_from_function(
+        lambda context: value)
+    sums = strategy.reduce("SUM", values, axis=None).numpy()
+    mean = sums[0] / sums[2]
+    if sums[1] / sums[2] - mean * mean > 1e-6:
+        raise RuntimeError(
+            f"the workers restored different steps (this one {step}, the "
+            f"mean {mean:.1f}): they do not all see the same model_dir. "
+            "Give every worker the same shared model_dir and restart them.")

@@ -23,8 +23,10 @@ import tensorflow as tf
 
 from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
 from bert_tf.config_io import WEIGHTS_PREFIX
+from bert_tf.safe_io import check_writable
 from bert_tf.storage import GPath
-from bert_tf.training import distribute, keras_compat
+from bert_tf.training import (checkpoint_io, distribute, keras_compat,
+                              summaries)
 
 
 def _to_next(step, every):
@@ -112,6 +114,9 @@ class Trainer:
         self.config = config.validate()
         self.log = log
         self.model_dir = GPath(config.model_dir)
+        self.is_chief = distribute.is_chief(strategy)
+        if self.is_chief:  # a bad location fails before any work
+            check_writable(self.model_dir, "the run (trainer.model_dir)")
         with strategy.scope():
             self.model = model_fn()
             self.optimizer = optimizer_fn()
@@ -163,7 +168,6 @@ class Trainer:
         # (the others write to a scratch directory of their own), and every
         # worker resumes from the chief's: a worker killed between the
         # chief's save and its own would restart a step behind its peers.
-        self.is_chief = distribute.is_chief(strategy)
         self.checkpoint_dir = checkpoint_dir = self.model_dir / "checkpoints"
         if not self.is_chief:
             checkpoint_dir = self.model_dir / "scratch" / \
@@ -173,6 +177,9 @@ class Trainer:
             max_to_keep=config.keep_checkpoints)
         self.best_dir = self.model_dir / "best" if self.is_chief else \
             checkpoint_dir.parent / "best"
+        if checkpoint_io.recover_best(self.best_dir):
+            self.log(f"put back {self.best_dir}: the last best-model write "
+                     "was cut off before it finished")
         self.writer = (tf.summary.create_file_writer(
             str(self.model_dir / "tensorboard")) if self.is_chief else
             tf.summary.create_noop_writer())
@@ -292,8 +299,14 @@ class Trainer:
         return tf.train.latest_checkpoint(str(self.checkpoint_dir))
 
     def restore(self):
-        """Restores the latest checkpoint, if any; returns its path."""
-        latest = self.latest_checkpoint
+        """Restores the newest checkpoint that reads (unreadable ones are
+        reported and skipped; see `checkpoint_io`); returns its path."""
+        latest = checkpoint_io.newest_readable(
+            self.checkpoint_dir, self.log, tidy=self.is_chief)
+        if latest and latest != self.manager.latest_checkpoint:
+            self.manager = tf.train.CheckpointManager(
+                self.checkpoint, self.manager.directory,
+                max_to_keep=self.config.keep_checkpoints)
         if latest:
             try:
                 self.checkpoint.read(latest).assert_existing_objects_matched()
@@ -307,6 +320,7 @@ class Trainer:
                     "trainer.model_dir (to pre-train on from these weights: "
                     f"init_checkpoint={GPath(latest).parent}).") from None
             self.log(f"restored {latest} at step {int(self.step.numpy())}")
+            distribute.check_same_step(self.strategy, int(self.step.numpy()))
             best_file = self.model_dir / "best" / "best.json"
             if self.best_metric and best_file.is_file():
                 self.best = json.loads(best_file.read_text())
@@ -359,26 +373,18 @@ class Trainer:
         value = results[self.best_metric]
         if self.best is not None and value <= self.best["value"]:
             return
-        self.save_best_weights()
-        self.best = {"metric": self.best_metric, "value": value,
-                     "step": step, "results": results}
-        (self.best_dir / "best.json").write_text(
-            json.dumps(self.best, indent=2) + "\n")
+        self.save_best_weights({"metric": self.best_metric, "value": value,
+                                "step": step, "results": results})
         self.log(f"new best {self.best_metric} {value:.4f} at step {step}: "
                  f"wrote {self.best_dir}")
 
-    def save_best_weights(self):
-        """Writes the model's weights (no optimizer) to `best_dir`.
-
-        Written beside, then moved into place: a crash never leaves a
-        half-written best checkpoint.
-        """
-        self.best_dir.mkdir(parents=True, exist_ok=True)
-        staging = str(self.best_dir / "staging.ckpt")
-        self._model_only.write(staging)
-        for path in self.best_dir.glob("staging.ckpt*"):
-            path.replace(self.best_dir / path.name.replace(
-                "staging.ckpt", WEIGHTS_PREFIX))
+    def save_best_weights(self, best=None):
+        """Writes the model's weights (no optimizer) and `best` (to
+        best.json) to `best_dir`, whole or not at all (see
+        `checkpoint_io.save_best`)."""
+        checkpoint_io.save_best(self._model_only, self.best_dir, best)
+        if best is not None:
+            self.best = best
 
     def restore_best_weights(self):
         """Reads the weights `save_best_weights` wrote back into the model
@@ -388,7 +394,7 @@ class Trainer:
 
     def save(self):
         step = int(self.step.numpy())
-        path = self.manager.save(checkpoint_number=step)
+        path = checkpoint_io.save(self.manager, step)
         self._saved_step = step
         self.log(f"wrote checkpoint {path}")
         return path
@@ -487,8 +493,6 @@ class Trainer:
         return results
 
     def _write_scalars(self, prefix, values, step):
-        with self.writer.as_default(step=step):
-            for name, value in values.items():
-                tf.summary.scalar(f"{prefix}/{name}", value)
-        self.writer.flush()
+        summaries.write_scalars(self.writer, self.model_dir / "tensorboard",
+                                prefix, values, step)
 
