@@ -112,7 +112,15 @@ def run(cfg, dry_run=False, log=print):
                 distribute.create_strategy(cfg.strategy)))
         return None
     cfg = resolve_precision(cfg, log)
+    previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(cfg.mixed_precision)
+    try:
+        return _train(cfg, log, started)
+    finally:  # what the caller builds next is not in this run's policy
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def _train(cfg, log, started):
     keras.utils.set_random_seed(cfg.trainer.seed)
     init = resolve_init(cfg)
     vocab = read_vocab(init.vocab_path)
