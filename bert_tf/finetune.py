@@ -111,18 +111,18 @@ def run(cfg, dry_run=False, log=print):
             log("strategy: " + distribute.describe(
                 distribute.create_strategy(cfg.strategy)))
         return None
-    cfg = resolve_precision(cfg, log)
+    init = resolve_init(cfg)
+    cfg = resolve_precision(cfg, log, hidden_size=init.encoder.hidden_size)
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(cfg.mixed_precision)
     try:
-        return _train(cfg, log, started)
+        return _train(cfg, init, log, started)
     finally:  # what the caller builds next is not in this run's policy
         keras.mixed_precision.set_global_policy(previous)
 
 
-def _train(cfg, log, started):
+def _train(cfg, init, log, started):
     keras.utils.set_random_seed(cfg.trainer.seed)
-    init = resolve_init(cfg)
     vocab = read_vocab(init.vocab_path)
     checkpoints.check_vocab_size(vocab, init.encoder, init.vocab_path)
     if cfg.seq_length > init.encoder.max_position_embeddings:

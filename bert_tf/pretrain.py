@@ -23,7 +23,7 @@ def load(path, overrides=()):
 
 def build_trainer(cfg, log=print):
     """The `Trainer` for a `PretrainConfig` (strategy and policy set up)."""
-    cfg = resolve_precision(cfg, log)
+    cfg = resolve_precision(cfg, log, hidden_size=cfg.encoder.hidden_size)
     keras.mixed_precision.set_global_policy(cfg.mixed_precision)
     keras.utils.set_random_seed(cfg.trainer.seed)
     strategy = distribute.create_strategy(cfg.strategy, tpu=cfg.tpu)
@@ -93,7 +93,7 @@ def run(cfg, dry_run=False, log=print):
             log(f"strategy: {distribute.describe(strategy)}")
         log(f"encoder parameters: {cfg.encoder.num_parameters():,}")
         return None
-    cfg = resolve_precision(cfg, log)
+    cfg = resolve_precision(cfg, log, hidden_size=cfg.encoder.hidden_size)
     trainer = build_trainer(cfg, log)
     if trainer.is_chief:  # makes model_dir usable as a fine-tuning `init`
         trainer.model_dir.mkdir(parents=True, exist_ok=True)

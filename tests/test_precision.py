@@ -91,4 +91,11 @@ def test_training_auto_follows_the_hardware(tmp_path):
         "float32"
     assert lines[-1] == ("mixed_precision auto: float32 (an accelerator "
                          "without native bf16)")
+    # On a CPU, narrow encoders stay float32 (slower in bf16, measured).
+    assert training_policy("auto", lines.append, _cpuinfo(
+        tmp_path, "avx512_bf16"), accelerator=(False, False),
+        hidden_size=128) == "float32"
+    assert training_policy("auto", lines.append, _cpuinfo(
+        tmp_path, "avx512_bf16"), accelerator=(False, False),
+        hidden_size=384) == "mixed_bfloat16"
     assert training_policy("mixed_float16", lines.append) == "mixed_float16"

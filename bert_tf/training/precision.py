@@ -6,6 +6,11 @@ AMX (and on accelerators); elsewhere oneDNN emulates it, slower than fp32.
 import warnings
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+# Below this width the casts cost more than bf16 matmuls save on a CPU:
+# the demo's RT fine-tuning on 2 AVX512_BF16 cores took 1.1 vs 0.8 minutes
+# (H=128, 2 layers) in mixed_bfloat16, but 1.7 vs 1.8 (H=384, MiniLM; 283
+# vs 360 ms per step).
+MIN_BF16_HIDDEN = 256
 
 
 def cpu_bf16_flags(cpuinfo="/proc/cpuinfo"):
@@ -47,11 +52,12 @@ def accelerator_bf16():
 
 
 def training_policy(name, log=print, cpuinfo="/proc/cpuinfo",
-                    accelerator=None):
+                    accelerator=None, hidden_size=None):
     """The Keras mixed-precision policy of a config's `mixed_precision`:
     `auto` is `mixed_bfloat16` on a TPU, an Ampere or later GPU or a CPU
-    with native bf16, `float32` otherwise (logged); other names pass
-    through. `accelerator`: (present, native bf16), found when None.
+    with native bf16 (there, for encoders at least `MIN_BF16_HIDDEN`
+    wide), `float32` otherwise (logged); other names pass through.
+    `accelerator`: (present, native bf16), found when None.
 
     Example:
     >>> training_policy("float32")
@@ -70,18 +76,24 @@ def training_policy(name, log=print, cpuinfo="/proc/cpuinfo",
             f"{'with' if native else 'without'} native bf16)")
         return chosen
     flags = cpu_bf16_flags(cpuinfo)
+    if flags and hidden_size is not None and hidden_size < MIN_BF16_HIDDEN:
+        log(f"mixed_precision auto: float32 (hidden size {hidden_size} is "
+            f"under {MIN_BF16_HIDDEN}: on a CPU bf16 pays only for wider "
+            "encoders)")
+        return "float32"
     chosen = "mixed_bfloat16" if flags else "float32"
     log("mixed_precision auto: " + describe_choice(chosen, flags))
     return chosen
 
 
-def resolve_precision(cfg, log=print):
+def resolve_precision(cfg, log=print, hidden_size=None):
     """`cfg` (a pre-training or fine-tuning config) with `mixed_precision:
-    auto` replaced by the policy this machine runs fastest."""
+    auto` replaced by the policy this machine runs fastest for an encoder
+    `hidden_size` wide."""
     import dataclasses
 
-    return dataclasses.replace(
-        cfg, mixed_precision=training_policy(cfg.mixed_precision, log))
+    return dataclasses.replace(cfg, mixed_precision=training_policy(
+        cfg.mixed_precision, log, hidden_size=hidden_size))
 
 
 def warn_if_emulated(precision, where, cpuinfo="/proc/cpuinfo"):
