@@ -391,7 +391,7 @@ def build_parser():
     p.add_argument("--fixed-length", action="store_true",
                    help="run every request at the full sequence length "
                         "(for XLA or TPU serving; default: each batch at "
-                        "the length bucket of its longest text)")
+                        "the length of its longest text)")
     p.set_defaults(func=_export)
 
     p = sub.add_parser("features", help="per-word features of chosen "

@@ -169,7 +169,7 @@ def write_batching_parameters(export_root, batch_sizes, threads=2,
     `--batching_parameters_file`: requests are merged into batches of
     `batch_sizes` (the sizes the warm-up ran), waiting at most
     `timeout_micros` for a batch to fill. Each batch then runs at the
-    length bucket of its longest text, so short texts stay cheap."""
+    length of its longest text, so short texts stay cheap."""
     path = GPath(export_root) / "batching_parameters.txt"
     path.write_text(
         "# Written by `bert-tf export`. Serve with --enable_batching "
@@ -224,7 +224,7 @@ def export_model(checkpoint, out, log=print, overwrite=False,
         log: where the export report goes.
         overwrite: replace an existing export.
         fixed_length: run every request at the model's full sequence length
-            (XLA or TPU serving) instead of its length bucket.
+            (XLA or TPU serving) instead of its longest text's length.
         precision: `fp32`, `bf16` (weights stored as bf16; softmax, layer
             norm and every output in fp32) or `auto` (bf16 where the CPU
             has AVX512_BF16 or AMX); recorded in the export.

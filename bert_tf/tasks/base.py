@@ -228,7 +228,7 @@ class Task(ExportKind):
 
     def serving_module(self, model, vocab, fixed_length=False):
         """A `tf.Module` with `signatures()` and `warmup_requests()`; its
-        graph cuts each request to a length bucket unless `fixed_length`."""
+        graph cuts each request to its longest row unless `fixed_length`."""
         raise NotImplementedError
 
 class TaskModule(tf.Module):

@@ -16,7 +16,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.features import (INPUT_NAMES, cut_to_bucket,
+from bert_tf.text.features import (INPUT_NAMES, cut_to_longest,
                                    legacy_seq_length)
 from bert_tf.text.tokenizer import (BertTokenizer, byte_to_char_offsets,
                                     preprocessor_config)
@@ -144,15 +144,15 @@ class TaggingPreprocessor(keras.layers.Layer):
             features["label_weights"] = tf.cast(predicted, tf.float32)
         return features
 
-    def bucketed(self, text, fixed_length=False):
-        """`self(text)` with the windows cut to the length bucket of the
+    def trimmed(self, text, fixed_length=False):
+        """`self(text)` with the windows cut to the length of the
         longest (the serving and evaluation graphs), unless
         `fixed_length`."""
         windows = self(text)
         if fixed_length:
             return windows
-        return cut_to_bucket(windows, self.seq_length,
-                             (*INPUT_NAMES, "word_index", "word_is_max"))
+        return cut_to_longest(windows,
+                              (*INPUT_NAMES, "word_index", "word_is_max"))
 
     def get_config(self):
         return preprocessor_config(

@@ -24,7 +24,7 @@ from bert_tf.tasks.classification.config import ClassificationConfig
 from bert_tf.tasks.classification.data import load_task, task_dataset
 from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.tasks.metrics import compute
-from bert_tf.text.features import cut_to_bucket
+from bert_tf.text.features import cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
 
 WARMUP_TEXTS = ("a gripping, beautifully acted film",
@@ -191,7 +191,7 @@ class ClassifierModule(TaskModule):
         vocab: the `Vocab` (its file is copied into the SavedModel's
             assets).
         fixed_length: run every request at the full sequence length (for
-            XLA or TPU serving) instead of its length bucket.
+            XLA or TPU serving) instead of its longest text's length.
     """
 
     def __init__(self, model, preprocessor, labels, pair, vocab,
@@ -216,7 +216,7 @@ class ClassifierModule(TaskModule):
         def serve(text, text_b=None):
             inputs = inputs_of(text, text_b)
             if not fixed_length:
-                inputs = cut_to_bucket(inputs, preprocessor.seq_length)
+                inputs = cut_to_longest(inputs)
             logits = tf.cast(model(inputs, training=False), tf.float32)
             if regression:
                 return {"score": logits[:, 0], "logits": logits}

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from bert_tf.layers.heads import MaskedMeanPool
 from bert_tf.storage import GPath
-from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
+from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
 from bert_tf.text.windows import word_values
 from bert_tf.text.word_windows import TaggingPreprocessor
@@ -109,8 +109,7 @@ def embedding_graph(encoder, preprocessor, normalize=True,
     def embed(text):
         inputs = preprocessor(text)
         if not fixed_length:
-            inputs = cut_to_bucket(inputs, preprocessor.seq_length,
-                                   INPUT_NAMES)
+            inputs = cut_to_longest(inputs, INPUT_NAMES)
         outputs = encoder(inputs, training=False)
         return mean_pool(outputs["sequence_output"], inputs["input_mask"],
                          normalize)
@@ -124,7 +123,7 @@ def word_feature_graph(encoder, preprocessor, layers, fixed_length=False):
     text), `start` and `end` (code points, -1 padded) [B, N]."""
 
     def features(text):
-        windows = preprocessor.bucketed(text, fixed_length)
+        windows = preprocessor.trimmed(text, fixed_length)
         outputs = encoder({k: windows[k] for k in INPUT_NAMES},
                           training=False)
         combined = combine_layers(

@@ -20,7 +20,7 @@ from bert_tf import checkpoints
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.tasks.base import (ExportKind, TaskModule, check_lengths,
                                 register, served_text_batches, string_batch)
-from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
+from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.tokenizer import BertTokenizer
 
 OUTPUTS = ("tokens", "token_ids", "probabilities", "count", "masks")
@@ -79,8 +79,7 @@ def fill_mask_graph(pretrainer, tokenizer, spec, fixed_length=False):
         features = mask_features(tokenizer, text, spec["marker"],
                                  spec["seq_length"], max_masks)
         if not fixed_length:
-            features = cut_to_bucket(features, spec["seq_length"],
-                                     INPUT_NAMES)
+            features = cut_to_longest(features, INPUT_NAMES)
         logits = pretrainer(
             {k: features[k] for k in (*INPUT_NAMES, "masked_lm_positions")},
             training=False)["mlm_logits"]

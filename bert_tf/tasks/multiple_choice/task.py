@@ -27,7 +27,7 @@ from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
 from bert_tf.tasks.multiple_choice.config import MultipleChoiceConfig
 from bert_tf.tasks.multiple_choice.data import load_choices
 from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
-from bert_tf.text.features import cut_to_bucket
+from bert_tf.text.features import cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
 
 WARMUP = (("A man is sitting on a roof.",
@@ -38,13 +38,13 @@ _FORWARD = weakref.WeakKeyDictionary()
 
 def choice_features(preprocessor, context, choices, fixed_length=True):
     """Encoder inputs [batch, C, seq] of `context` [batch] paired with each
-    of `choices` [batch, C] (cut to the length bucket of the longest pair
+    of `choices` [batch, C] (cut to the length of the longest pair
     unless `fixed_length`)."""
     count = tf.shape(choices)[1]
     packed = preprocessor((tf.repeat(context, count),
                            tf.reshape(choices, [-1])))
     if not fixed_length:
-        packed = cut_to_bucket(packed, preprocessor.seq_length)
+        packed = cut_to_longest(packed)
     length = tf.shape(packed["input_word_ids"])[1]
     return {name: tf.reshape(value, [-1, count, length])
             for name, value in packed.items()}

@@ -25,7 +25,7 @@ from bert_tf.tasks.metrics import compute
 from bert_tf.tasks.similarity.config import SimilarityConfig
 from bert_tf.tasks.similarity.data import load_pairs, pair_dataset
 from bert_tf.tasks.similarity.model import BertBiEncoder
-from bert_tf.text.features import INPUT_NAMES, cut_to_bucket
+from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
 
 METRICS = ("spearman", "pearson")
@@ -34,13 +34,13 @@ WARMUP = (("A man is playing a guitar.", "Someone plays the guitar."),
 _SCORERS = weakref.WeakKeyDictionary()
 
 
-def pair_inputs(preprocessor, text, text_b, bucket=False):
+def pair_inputs(preprocessor, text, text_b, trim=False):
     """Encoder inputs of both texts, each packed alone, [batch, 2, seq];
-    with `bucket`, seq is the length bucket of the longest of all texts."""
+    with `trim`, seq is the length of the longest of all texts."""
     a, b = preprocessor(text), preprocessor(text_b)
     rows = {k: tf.concat([a[k], b[k]], axis=0) for k in INPUT_NAMES}
-    if bucket:
-        rows = cut_to_bucket(rows, preprocessor.seq_length)
+    if trim:
+        rows = cut_to_longest(rows)
     count = tf.shape(a["input_word_ids"])[0]
     return {k: tf.stack([v[:count], v[count:]], axis=1)
             for k, v in rows.items()}
@@ -149,11 +149,11 @@ class Similarity(Task):
 
 def score_graph(model, preprocessor, fixed_length=False):
     """text, text_b -> cosine scores (a plain function); each batch runs at
-    its length bucket unless `fixed_length`."""
+    its longest text's length unless `fixed_length`."""
 
     def score(text, text_b):
         inputs = pair_inputs(preprocessor, text, text_b,
-                             bucket=not fixed_length)
+                             trim=not fixed_length)
         return tf.cast(model(inputs, training=False), tf.float32)
 
     return score
@@ -179,7 +179,7 @@ class SimilarityModule(TaskModule):
         def embed(text):
             inputs = preprocessor(string_batch(text, "text"))
             if not fixed_length:
-                inputs = cut_to_bucket(inputs, preprocessor.seq_length)
+                inputs = cut_to_longest(inputs)
             return {"embedding": model.embed(inputs, training=False)}
 
         self.serve = tf.function(serve, input_signature=[

@@ -36,7 +36,7 @@ from bert_tf.tasks.span_qa.decoding import decode_answers
 from bert_tf.tasks.span_qa.features import QAPreprocessor
 from bert_tf.tasks.span_qa.metrics import squad_v1, squad_v2
 from bert_tf.tasks.span_qa.model import BertSpanLabeler, SharedSpanLoss
-from bert_tf.text.features import cut_to_bucket
+from bert_tf.text.features import cut_to_longest
 
 WARMUP = (("Who wrote it?", "It was written by Ann Lee in 1999."),
           ("", ""),
@@ -236,15 +236,15 @@ class SpanQA(Task):
 
 def answer_graph(model, preprocessor, spec, fixed_length=False):
     """question, context -> `decode_answers` outputs (a plain function);
-    the windows run at their length bucket unless `fixed_length`."""
+    the windows run at their longest row's length unless `fixed_length`."""
 
     def answer(question, context, null_threshold=None):
         if null_threshold is None:
             null_threshold = spec.null_threshold
         features = preprocessor(question, context)
         if not fixed_length:
-            features = cut_to_bucket(
-                features, preprocessor.seq_length,
+            features = cut_to_longest(
+                features,
                 [k for k, v in features.items() if v.shape.rank == 2])
         logits = model({k: features[k] for k in INPUT_NAMES},
                        training=False)

@@ -178,10 +178,10 @@ def _span_set(spans):
 
 def tag_graph(model, preprocessor, spec, fixed_length=False):
     """text -> `decode_entities` outputs (a plain function); the windows
-    run at their length bucket unless `fixed_length`."""
+    run at their longest row's length unless `fixed_length`."""
 
     def tag(text):
-        features = preprocessor.bucketed(text, fixed_length)
+        features = preprocessor.trimmed(text, fixed_length)
         window_features = {k: features[k] for k in (
             *INPUT_NAMES, "word_index", "word_is_max", "example_index",
             "num_words", "word_char_start", "word_char_end",
