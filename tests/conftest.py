@@ -137,10 +137,11 @@ def save_pair_classifier(best, labels, encoder_args, tokens):
     return best
 
 
-def assert_buckets_match_fixed_length(run_dir, bucketed, tmp_path, requests):
+def assert_trimmed_matches_fixed_length(run_dir, bucketed, tmp_path, requests):
     """Exports `run_dir` again with `fixed_length=True` and checks that the
-    bucketed export `bucketed` answers every request of `requests` as it
-    does (numbers within 1e-5), and that only the bucketed graph cuts."""
+    trimmed export `bucketed` (each batch cut to its longest row) answers
+    every request of `requests` as it does (numbers within 1e-5), and that
+    only the trimmed graph cuts."""
     import tensorflow as tf
 
     from bert_tf.serving import export as export_lib
@@ -161,8 +162,8 @@ def assert_buckets_match_fixed_length(run_dir, bucketed, tmp_path, requests):
             else:
                 np.testing.assert_allclose(got[key].numpy(), value.numpy(),
                                            atol=1e-5, err_msg=key)
-    # The bucket lookup is one more LowerBound (tf.searchsorted) op.
-    counts = [export_lib.graph_op_types(path).get("LowerBound", 0)
+    # Finding the longest row is one more Max (reduce_max) op per cut.
+    counts = [export_lib.graph_op_types(path).get("Max", 0)
               for path in (bucketed, fixed)]
     assert counts[0] > counts[1]
 

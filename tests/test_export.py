@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import (assert_bf16_export_agrees,
-                      assert_buckets_match_fixed_length, save_pair_classifier)
+                      assert_trimmed_matches_fixed_length, save_pair_classifier)
 
 from bert_tf import cli
 from bert_tf.serving import export as export_lib
@@ -279,7 +279,7 @@ def test_warmup_requests_are_prediction_logs(exported):
 
 
 @pytest.mark.slow
-def test_length_buckets_answer_like_the_fixed_length_graph(exported,
+def test_trimmed_graph_answers_like_the_fixed_length_graph(exported,
                                                           tmp_path):
     out, _, lines, run_dir = exported
     assert "sequence lengths 8, 16" in "\n".join(lines)
@@ -289,7 +289,7 @@ def test_length_buckets_answer_like_the_fixed_length_graph(exported,
     long_text = "the film was good " * 10
     requests = [{"text": [t]} for t in TEXTS + [long_text]]
     requests.append({"text": TEXTS + [long_text]})
-    assert_buckets_match_fixed_length(run_dir, out, tmp_path, requests)
+    assert_trimmed_matches_fixed_length(run_dir, out, tmp_path, requests)
 
 
 @pytest.mark.slow

@@ -109,12 +109,12 @@ def test_next_sentence_set_is_fixed_and_split_by_document():
 
 
 def test_choice_features_pair_the_context_with_each_choice():
-    pre = BertPreprocessor(VOCAB, 12)
+    pre = BertPreprocessor(VOCAB, 16)
     context = tf.constant(["ann has a dog .", "bob has a cat ."])
     choices = tf.constant([["the dog is happy .", "the cat ."],
                            ["the fish .", "the cat sleeps today ."]])
     features = choice_features(pre, context, choices)
-    assert features["input_word_ids"].shape == (2, 2, 12)
+    assert features["input_word_ids"].shape == (2, 2, 16)
     for b in range(2):
         for c in range(2):
             expected = pre((context[b:b + 1], choices[b, c:c + 1]))
@@ -122,7 +122,10 @@ def test_choice_features_pair_the_context_with_each_choice():
                 np.testing.assert_array_equal(features[name][b, c],
                                               expected[name][0])
     cut = choice_features(pre, context, choices, fixed_length=False)
-    assert cut["input_mask"].shape == (2, 2, 12)  # 12 is the last bucket
+    longest = int(np.asarray(features["input_mask"]).sum(-1).max())
+    assert longest < 16 and cut["input_mask"].shape == (2, 2, longest)
+    np.testing.assert_array_equal(cut["input_word_ids"],
+                                  features["input_word_ids"][..., :longest])
 
 
 def test_choose_masks_padding_choices():

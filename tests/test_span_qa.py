@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 import yaml
 from conftest import (assert_bf16_export_agrees,
-                      assert_buckets_match_fixed_length, finetune_toy)
+                      assert_trimmed_matches_fixed_length, finetune_toy)
 from squad_reference import reference_answers
 from test_export import _compile_serving_check
 from toy_qa import ENCODER, toy_qa_config, write_toy_qa
@@ -463,7 +463,7 @@ def test_export_answers_like_evaluation_and_slices_the_context(
 
 
 @pytest.mark.slow
-def test_length_buckets_answer_like_the_fixed_length_graph(
+def test_trimmed_graph_answers_like_the_fixed_length_graph(
         qa_run, qa_export, tmp_path):
     questions = ["Who made the film?", "Where was the film made?", "Who?"]
     contexts = ["The film was made by Cleo in Rome .",
@@ -471,7 +471,7 @@ def test_length_buckets_answer_like_the_fixed_length_graph(
     requests = [{"question": [q], "context": [c]}
                 for q, c in zip(questions, contexts)]
     requests.append({"question": questions, "context": contexts})
-    assert_buckets_match_fixed_length(qa_run[0] / "run", qa_export[0],
+    assert_trimmed_matches_fixed_length(qa_run[0] / "run", qa_export[0],
                                       tmp_path, requests)
 
 

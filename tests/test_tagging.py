@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import (assert_bf16_export_agrees,
-                      assert_buckets_match_fixed_length, finetune_toy)
+                      assert_trimmed_matches_fixed_length, finetune_toy)
 from seqeval.metrics import classification_report, f1_score
 from test_export import _compile_serving_check
 from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
@@ -211,11 +211,11 @@ def test_export_returns_entities_with_offsets(tag_export):
 
 
 @pytest.mark.slow
-def test_length_buckets_answer_like_the_fixed_length_graph(
+def test_trimmed_graph_answers_like_the_fixed_length_graph(
         tag_run, tag_export, tmp_path):
     texts = ["Ann met Cleo in Paris .", "", "Dan went to Rome " * 20]
     requests = [{"text": [t]} for t in texts] + [{"text": texts}]
-    assert_buckets_match_fixed_length(tag_run[0] / "run", tag_export[0],
+    assert_trimmed_matches_fixed_length(tag_run[0] / "run", tag_export[0],
                                       tmp_path, requests)
 
 

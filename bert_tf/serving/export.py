@@ -157,7 +157,7 @@ def update_models_config(export_root):
     path = export_root / "models.config"
     path.write_text("# Written by `bert-tf export`: one entry per exported "
                     "model.\n# docker run -p 8501:8501 -v $PWD/export:/models"
-                    " tensorflow/serving \\\n#   --model_config_file="
+                    " tensorflow/serving:2.20.0 \\\n#   --model_config_file="
                     "/models/models.config\n"
                     f"model_config_list {{\n{entries}}}\n")
     return path
