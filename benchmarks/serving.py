@@ -197,8 +197,8 @@ def classification(args, tmp, hf, tokenizer, vocab_path, texts, bf16):
     from bert_tf.serving.export import load_exported
 
     served = {}
-    variants = (("ours fp32, length buckets", "fp32", False),
-                ("ours bf16, length buckets", "bf16", False),
+    variants = (("ours fp32, padding cut", "fp32", False),
+                ("ours bf16, padding cut", "bf16", False),
                 ("ours fp32, fixed seq 128", "fp32", True))
     for name, precision, fixed in variants:
         if precision == "bf16" and not bf16:

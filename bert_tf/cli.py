@@ -162,7 +162,9 @@ def _add_kind_flags(predict_parser, argv):
     if not model:
         return
     if str(model).endswith(".tflite"):
-        kind = "classification"
+        from bert_tf.serving.tflite import TFLiteModel
+
+        kind = TFLiteModel(model).kind
     else:
         from bert_tf.serving.export import exported_kind
 
@@ -359,9 +361,10 @@ def build_parser():
                         "SavedModels of any checkpoint")
     p.add_argument("--format", choices=("savedmodel", "tflite"),
                    default="savedmodel",
-                   help="tflite: a fine-tuned classifier as one .tflite "
-                        "file with the tokenizer inside (tf-text's TFLite "
-                        "kernels, no Flex)")
+                   help="tflite: a fine-tuned classifier (--kind task) "
+                        "or sentence embeddings (--kind embeddings) as one "
+                        ".tflite file with the tokenizer inside (tf-text's "
+                        "TFLite kernels, no Flex)")
     p.add_argument("--precision", choices=("fp32", "bf16", "auto"),
                    default="fp32",
                    help="savedmodel: fp32, bf16 (weights stored as bf16, "
@@ -374,7 +377,8 @@ def build_parser():
                    help="tflite: fp32 weights, or dynamic-range int8")
     p.add_argument("--seq-length", type=int,
                    help="embeddings / fill_mask / hub: truncate texts to "
-                        "this many pieces (default 256 / 128 / 128)")
+                        "this many pieces (default 256 / 128 / 128; "
+                        "embeddings as tflite: 128)")
     p.add_argument("--no-normalize", action="store_true",
                    help="embeddings: do not L2-normalise")
     p.add_argument("--marker", default="[MASK]",

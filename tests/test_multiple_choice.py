@@ -247,3 +247,44 @@ def test_predict_cli(mc_export, capsys):
         == 1
     assert cli.main(["predict", "--model", str(out), "--context", "a"]) == 2
     assert "--choice" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_multiple_choice_tflite_answers_like_the_saved_model(
+        mc_run, mc_export, tmp_path, capsys):
+    from bert_tf import cli
+    from bert_tf.serving.tflite import TFLiteModel, export_tflite
+    from test_export import HOSTILE
+
+    directory, _ = mc_run
+    _, loaded = mc_export
+    context = ["ann has a dog .", "bob has a cat .", ""]
+    choices = [["the dog is happy .", "the cat .", "the fish ."],
+               ["the fish .", "the cat sleeps today .", "a cow"],
+               ["", "the bird", "cleo"]]
+    want = loaded.signatures["serving_default"](
+        context=tf.constant(context), choices=tf.constant(choices))
+    for quantize in ("none", "dynamic_int8"):
+        path = export_tflite(directory / "run", tmp_path / f"{quantize}.tflite",
+                             quantize, log=lambda *a: None)["path"]
+        model = TFLiteModel(path)
+        assert model.kind == "multiple_choice"
+        assert model.inputs == ["choices", "context"]
+        got = model(context=context, choices=choices)
+        if quantize == "none":
+            np.testing.assert_allclose(got["probabilities"],
+                                       want["probabilities"], atol=1e-5)
+            assert got["choice"].tolist() == want["choice"].numpy().tolist()
+        # Hostile strings as contexts and as choices: no crash.
+        hostile = model(context=HOSTILE, choices=[[h, "the cat ."]
+                                                  for h in HOSTILE])
+        assert np.isfinite(hostile["probabilities"]).all()
+        np.testing.assert_allclose(hostile["probabilities"].sum(1), 1,
+                                   atol=1e-5)
+    with pytest.raises(ValueError, match="must be as many"):
+        model(context=context[:2], choices=choices)
+    assert cli.main(["predict", "--model", str(path), "--context",
+                     "ann has a dog .", "--choice", "the dog is happy .",
+                     "--choice", "the cat ."]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and sum(line.startswith("*") for line in lines) == 1

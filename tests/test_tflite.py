@@ -110,3 +110,62 @@ def test_cli_writes_and_predicts_tflite(saved_and_tflite, tmp_path, capsys):
                      "--checkpoint", str(run_dir), "--out",
                      str(tmp_path / "y.tflite")]) == 2
     assert "--kind task" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def embedding_files(tmp_path_factory):
+    """A tiny encoder's embeddings as a SavedModel and as TFLite files."""
+    from conftest import save_tiny_checkpoint
+
+    from bert_tf.serving import write_export
+    root = tmp_path_factory.mktemp("tflite_embeddings")
+    save_tiny_checkpoint(root / "encoder", VOCAB, num_layers=1)
+    saved = export_lib.export("embeddings", root / "encoder",
+                              root / "export" / "emb" / "1", seq_length=32,
+                              word_seq_length=32, doc_stride=16,
+                              **QUIET)["path"]
+    files = {q: write_export("tflite", "embeddings", root / "encoder",
+                             root / f"emb_{q}.tflite", quantize=q,
+                             seq_length=32, **QUIET)
+             for q in ("none", "dynamic_int8")}
+    return export_lib.load_exported(saved), files, root / "encoder"
+
+
+@pytest.mark.slow
+def test_embeddings_tflite_gives_the_saved_models_vectors(embedding_files):
+    from bert_tf.serving.tflite import TFLiteModel
+    loaded, files, _ = embedding_files
+    plain = TEXTS + ["the film was good " * 20]  # cut at seq_length 32
+    want = loaded.signatures["serving_default"](
+        text=tf.constant(plain))["embedding"].numpy()
+    fp32 = TFLiteModel(files["none"]["path"])
+    assert fp32.kind == "embeddings" and fp32.inputs == ["text"]
+    got = fp32(text=plain)["embedding"]
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    int8 = TFLiteModel(files["dynamic_int8"]["path"])(text=plain)["embedding"]
+    cosine = (int8 * want).sum(1)  # both L2-normalised
+    assert cosine.min() > 0.98, cosine
+    for report in files.values():
+        assert set(report["custom_ops"]) <= TFLITE_TEXT_OPS
+        vectors = TFLiteModel(report["path"])(text=HOSTILE)["embedding"]
+        assert vectors.shape == (len(HOSTILE), 16)
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1,
+                                   atol=1e-4)
+
+
+@pytest.mark.slow
+def test_cli_exports_and_predicts_embeddings_tflite(embedding_files,
+                                                    tmp_path, capsys):
+    _, _, encoder = embedding_files
+    out = tmp_path / "embeddings.tflite"
+    assert cli.main(["export", "--format", "tflite", "--kind", "embeddings",
+                     "--checkpoint", str(encoder), "--seq-length", "32",
+                     "--out", str(out)]) == 0
+    assert "sentence embeddings of" in capsys.readouterr().out
+    assert cli.main(["predict", "--model", str(out), "the film was good",
+                     "dull"]) == 0
+    printed = capsys.readouterr().out
+    assert "norm 1.000" in printed and "cosine similarity:" in printed
+    assert cli.main(["export", "--format", "tflite", "--kind", "hub",
+                     "--checkpoint", str(encoder), "--out", str(out)]) == 2
+    assert "--kind task or --kind embeddings" in capsys.readouterr().err

@@ -19,6 +19,8 @@ ROUTES = {
     ("savedmodel", "hub"): ("hub:export_hub", None, ("seq_length",
                                                      "precision")),
     ("tflite", "task"): ("tflite:export_tflite", None, ("quantize",)),
+    ("tflite", "embeddings"): ("tflite:export_tflite_embeddings", None,
+                               ("quantize", "seq_length", "normalize")),
 }
 
 
@@ -32,7 +34,7 @@ def write_export(format, kind, checkpoint, out, log=print, overwrite=False,
     >>> write_export("tflite", "hub", "ckpt", "out.tflite")
     Traceback (most recent call last):
     ...
-    ValueError: --format tflite exports --kind task, not --kind hub.
+    ValueError: --format tflite exports --kind task or --kind embeddings, not --kind hub.
     """
     if (format, kind) not in ROUTES:
         kinds = " or ".join(f"--kind {k}" for f, k in ROUTES if f == format)

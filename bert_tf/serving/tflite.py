@@ -18,6 +18,7 @@ if installed, else `tf.lite`), or on a device with the tf-text custom ops
 registered (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`).
 """
 
+import importlib
 import shutil
 import tempfile
 
@@ -32,6 +33,12 @@ from bert_tf.text.packer import pack_dense
 from bert_tf.text.tokenizer import BertTokenizer
 
 QUANTIZATIONS = ("none", "dynamic_int8")
+# The TFLite graph of each fine-tuned kind (classification's is below).
+TASK_MODULES = {
+    "classification": "bert_tf.serving.tflite:TFLiteModule",
+    "multiple_choice": "bert_tf.tasks.multiple_choice.tflite:"
+                       "ChoiceTFLiteModule",
+}
 
 
 class TFLiteModule(tf.Module):
@@ -104,6 +111,68 @@ def export_tflite(checkpoint, out, quantize="none", log=print,
     Returns:
         {"path", "bytes", "custom_ops", "quantize"}.
     """
+    out = _check_out(out, overwrite)
+    task, model, vocab, _ = tasks.load_finetuned(checkpoint)
+    if task.kind not in TASK_MODULES:
+        raise ValueError(f"{checkpoint} holds a {task.kind} model: the "
+                         "TFLite export covers the kinds "
+                         f"{', '.join(TASK_MODULES)}; export it as a "
+                         "SavedModel (--format savedmodel).")
+    module_path, _, name = TASK_MODULES[task.kind].partition(":")
+    module = getattr(importlib.import_module(module_path), name)
+    flatbuffer = convert(module(model, task.spec, vocab), quantize)
+    custom = _write(out, flatbuffer)
+    what = (f"labels {', '.join(task.spec.labels) or '(regression)'}"
+            if task.kind == "classification" else task.kind)
+    log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
+        f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "
+        f"{model.count_params():,} parameters; {what}; seq_length "
+        f"{task.spec.seq_length}; custom ops "
+        f"{', '.join(custom) or 'none'}, from tf-text's TFLite registrar; "
+        "no Flex)")
+    return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
+            "quantize": quantize}
+
+
+def export_tflite_embeddings(checkpoint, out, quantize="none", log=print,
+                             overwrite=False, seq_length=128,
+                             normalize=True):
+    """Writes the TFLite file of the `embeddings` kind of a pre-trained
+    encoder: raw strings in, `embedding` [B, H] out, as the SavedModel of
+    `bert-tf export --kind embeddings` gives (texts truncated to
+    `seq_length` pieces; every request runs at that length).
+
+    Args:
+        checkpoint: `hf:PATH`, `tf1:PATH`, `garden:PATH` or a bert_tf
+            checkpoint directory.
+        out, quantize, log, overwrite: as in `export_tflite`.
+        seq_length, normalize: as in the SavedModel export.
+
+    Returns:
+        {"path", "bytes", "custom_ops", "quantize"}.
+    """
+    from bert_tf import checkpoints
+    from bert_tf.tasks.base import check_lengths
+    from bert_tf.tasks.embeddings.tflite import EmbeddingTFLiteModule
+
+    out = _check_out(out, overwrite)
+    pretrained = checkpoints.load_encoder(checkpoint)
+    check_lengths(pretrained.config, seq_length=seq_length)
+    encoder = pretrained.encoder
+    flatbuffer = convert(EmbeddingTFLiteModule(
+        encoder, pretrained.vocab, seq_length, normalize), quantize)
+    custom = _write(out, flatbuffer)
+    log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
+        f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "
+        f"sentence embeddings of {checkpoint} ({encoder.count_params():,} "
+        f"parameters, {pretrained.config.hidden_size} wide, mean-pooled"
+        f"{', L2-normalised' if normalize else ''}); seq_length "
+        f"{seq_length}; custom ops {', '.join(custom) or 'none'}; no Flex)")
+    return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
+            "quantize": quantize}
+
+
+def _check_out(out, overwrite):
     out = GPath(out)
     if out.suffix != ".tflite":
         raise ValueError(f"--out {out}: name a .tflite file.")
@@ -111,27 +180,18 @@ def export_tflite(checkpoint, out, quantize="none", log=print,
         raise ValueError(f"{out} already exists; choose another file or "
                          "pass --overwrite.")
     check_writable(out.parent, "the TFLite file")
-    task, model, vocab, _ = tasks.load_finetuned(checkpoint)
-    if task.kind != "classification":
-        raise ValueError(f"{checkpoint} holds a {task.kind} model: the "
-                         "TFLite export covers classifiers; export it as a "
-                         "SavedModel (--format savedmodel).")
-    flatbuffer = convert(TFLiteModule(model, task.spec, vocab), quantize)
+    return out
+
+
+def _write(out, flatbuffer):
+    """Writes `flatbuffer` to `out` (staged, then moved into place);
+    returns its custom ops."""
     partial = out.with_name(out.name + ".partial")
     with guarded_write(out, "the TFLite file", cleanup=(partial,),
                        needed=len(flatbuffer)):
         partial.write_bytes(flatbuffer)
         partial.replace(out)
-    custom = custom_ops(out)
-    log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
-        f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "
-        f"{model.count_params():,} parameters; labels "
-        f"{', '.join(task.spec.labels) or '(regression)'}; seq_length "
-        f"{task.spec.seq_length}; custom ops "
-        f"{', '.join(custom) or 'none'}, from tf-text's TFLite registrar; "
-        "no Flex)")
-    return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
-            "quantize": quantize}
+    return custom_ops(out)
 
 
 def custom_ops(path):
@@ -159,15 +219,21 @@ def interpreter(path, num_threads=2):
         custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
 
 
-class TFLiteClassifier:
-    """Runs an exported TFLite classifier on Python strings.
+class TFLiteModel:
+    """Runs any exported TFLite file on Python strings with LiteRT: its
+    `kind` (from its outputs) and `__call__(**inputs)` -> NumPy outputs.
 
     Example:
-    >>> classifier = TFLiteClassifier(example_files.tflite())
-    >>> out = classifier(["a gripping film", ""])
-    >>> out["probabilities"].shape, out["label"].dtype.kind
-    ((2, 2), 'O')
+    >>> model = TFLiteModel(example_files.tflite())
+    >>> model.kind, model.inputs
+    ('classification', ['text'])
+    >>> model(text=["a gripping film", ""])["probabilities"].shape
+    (2, 2)
     """
+
+    # The kind of a file, by the outputs of its `serving_default`.
+    KINDS = {"embedding": "embeddings", "choice": "multiple_choice",
+             "probabilities": "classification", "score": "classification"}
 
     def __init__(self, path, num_threads=2):
         self.path = GPath(path)
@@ -177,33 +243,85 @@ class TFLiteClassifier:
         self._runner = self._interpreter.get_signature_runner(
             "serving_default")
         self.inputs = sorted(self._runner.get_input_details())
+        outputs = self._runner.get_output_details()
+        self.kind = next((kind for name, kind in self.KINDS.items()
+                          if name in outputs), None)
+        if self.kind is None:
+            raise ValueError(f"{path} was not written by `bert-tf export "
+                             f"--format tflite` (outputs {sorted(outputs)}).")
+
+    def __call__(self, **inputs):
+        sizes = {name: len(values) for name, values in inputs.items()}
+        if set(sizes) != set(self.inputs):
+            raise ValueError(f"{self.path.name} takes {', '.join(self.inputs)}"
+                             f"; got {', '.join(sorted(sizes)) or 'nothing'}.")
+        if len(set(sizes.values())) > 1:
+            raise ValueError(f"{', '.join(sorted(sizes))} must be as many: "
+                             f"got {sizes}.")
+        if not max(sizes.values()):
+            raise ValueError("texts is empty: give at least one string.")
+        return self._runner(**{name: _encoded(values)
+                               for name, values in inputs.items()})
+
+
+    def as_loaded(self):
+        """This file behind the interface of a loaded SavedModel's
+        `signatures["serving_default"]` (tensors in and out), for the
+        kinds' `print_predictions`."""
+        def serving_default(**tensors):
+            out = self(**{k: v.numpy().tolist() for k, v in tensors.items()})
+            return {k: tf.constant(v) for k, v in out.items()}
+
+        return type("LoadedTFLite", (), {
+            "signatures": {"serving_default": serving_default}})()
+
+
+def _encoded(strings):
+    """UTF-8 bytes of `strings` (any nesting: choices are [B, C])."""
+    encode = np.vectorize(lambda s: s.encode("utf-8", "surrogatepass")
+                          if isinstance(s, str) else bytes(s),
+                          otypes=[object])
+    return encode(np.array(strings, dtype=object))
+
+
+class TFLiteClassifier(TFLiteModel):
+    """Runs an exported TFLite classifier on Python strings.
+
+    Example:
+    >>> classifier = TFLiteClassifier(example_files.tflite())
+    >>> out = classifier(["a gripping film", ""])
+    >>> out["probabilities"].shape, out["label"].dtype.kind
+    ((2, 2), 'O')
+    """
 
     def __call__(self, texts, texts_b=None):
-        def encoded(strings):
-            return np.array([s.encode("utf-8", "surrogatepass")
-                             if isinstance(s, str) else bytes(s)
-                             for s in strings], dtype=object)
-
-        inputs = {"text": encoded(texts)}
         if "text_b" in self.inputs:
             if texts_b is None or len(texts_b) != len(texts):
                 raise ValueError("This model classifies pairs: give "
                                  "texts_b, as many as texts.")
-            inputs["text_b"] = encoded(texts_b)
-        if not len(texts):
-            raise ValueError("texts is empty: give at least one string.")
-        return self._runner(**inputs)
+            return super().__call__(text=texts, text_b=texts_b)
+        return super().__call__(text=texts)
 
 
 def print_predictions(path, args, log=print):
-    """`bert-tf predict --model FILE.tflite`: label, probability, text."""
+    """`bert-tf predict --model FILE.tflite`: per text, the label and its
+    probability (classifiers) or the embedding (embeddings)."""
     from bert_tf.tasks.base import command_line_texts
+    from bert_tf.tasks.embeddings.serving import print_embeddings
 
-    classifier = TFLiteClassifier(path)
+    model = TFLiteModel(path)
+    if model.kind not in ("classification", "embeddings"):
+        return tasks.get_export_class(model.kind).print_predictions(
+            model.as_loaded(), args, log)
+    model = TFLiteClassifier(path)  # strings in: both take `text` alone
     texts = command_line_texts(args)
+    vectors = []
     for start in range(0, len(texts), args.batch_size):
         chunk = texts[start:start + args.batch_size]
-        out = classifier(chunk)
+        out = model(chunk)
+        if model.kind == "embeddings":
+            vectors.append(out["embedding"])
+            continue
         for i, text in enumerate(chunk):
             shown = text if len(text) <= 60 else text[:57] + "..."
             if "score" in out:
@@ -211,7 +329,10 @@ def print_predictions(path, args, log=print):
             else:
                 log(f"{out['label'][i].decode()}\t"
                     f"{out['probabilities'][i].max():.4f}\t{shown}")
+    if vectors:
+        print_embeddings(texts, np.concatenate(vectors), log)
 
 
-__all__ = ["QUANTIZATIONS", "TFLiteClassifier", "TFLiteModule", "convert",
-           "custom_ops", "export_tflite", "interpreter", "print_predictions"]
+__all__ = ["QUANTIZATIONS", "TFLiteClassifier", "TFLiteModel",
+           "TFLiteModule", "convert", "custom_ops", "export_tflite",
+           "export_tflite_embeddings", "interpreter", "print_predictions"]

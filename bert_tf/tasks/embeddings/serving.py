@@ -113,14 +113,19 @@ class Embeddings(ExportKind):
         for chunk, out in served_text_batches(loaded, args):
             texts += chunk
             parts.append(out["embedding"])
-        vectors = np.concatenate(parts)
-        for text, vector in zip(texts, vectors):
-            shown = text if len(text) <= 50 else text[:47] + "..."
-            log(f"{shown:<50}  norm {np.linalg.norm(vector):.3f}  "
-                f"[{', '.join(f'{v:.3f}' for v in vector[:4])}, ...]")
-        if 1 < len(texts) <= 10:
-            log("cosine similarity:")
-            unit = vectors / np.maximum(
-                np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-            for row in unit @ unit.T:
-                log("  " + " ".join(f"{v:5.2f}" for v in row))
+        print_embeddings(texts, np.concatenate(parts), log)
+
+
+def print_embeddings(texts, vectors, log=print):
+    """Each text's embedding (its norm and first values), and their cosine
+    similarities when there are 2 to 10."""
+    for text, vector in zip(texts, vectors):
+        shown = text if len(text) <= 50 else text[:47] + "..."
+        log(f"{shown:<50}  norm {np.linalg.norm(vector):.3f}  "
+            f"[{', '.join(f'{v:.3f}' for v in vector[:4])}, ...]")
+    if 1 < len(texts) <= 10:
+        log("cosine similarity:")
+        unit = vectors / np.maximum(
+            np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+        for row in unit @ unit.T:
+            log("  " + " ".join(f"{v:5.2f}" for v in row))
