@@ -21,6 +21,7 @@ THREADS = 2
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from timing import batch1_latencies  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
@@ -54,21 +55,14 @@ def timings(serve, texts, calls, batches):
     def run(chunk):
         serve(text=tf.constant(chunk))
 
-    for text in texts[:10]:
-        run([text])
-    seconds = []
-    for i in range(calls):
-        start = time.perf_counter()
-        run([texts[i % len(texts)]])
-        seconds.append(time.perf_counter() - start)
+    p50, p99 = batch1_latencies(lambda text: run([text]), texts, calls)
     chunks = [texts[i * 32:(i + 1) * 32] for i in range(batches)]
     run(chunks[0])
     start = time.perf_counter()
     for chunk in chunks:
         run(chunk)
     rate = batches * 32 / (time.perf_counter() - start)
-    ms = np.array(seconds) * 1e3
-    return np.percentile(ms, 50), np.percentile(ms, 99), rate
+    return p50, p99, rate
 
 
 def main():

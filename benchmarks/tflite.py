@@ -33,21 +33,11 @@ from bert_tf.serving.export import (export_model, load_exported,  # noqa: E402
 from bert_tf.serving.tflite import TFLiteClassifier  # noqa: E402
 from bert_tf.serving.tflite import export_tflite
 from bert_tf.tasks.classification.data import load_task  # noqa: E402
+from timing import batch1_latencies  # noqa: E402
 
 HOSTILE = ["", "   \t\n ", "film " * 10000, "\x00\x01 bell\x07",
            "🎸 中文 ünïcödé", b"\xff\xfe invalid utf-8", "\u200b\u200d",
            "ﬁne ß Ｆｕｌｌ"]
-
-
-def _latencies(function, texts, calls):
-    for text in texts[:10]:
-        function([text])
-    times = []
-    for i in range(calls):
-        start = time.perf_counter()
-        function([texts[i % len(texts)]])
-        times.append((time.perf_counter() - start) * 1e3)
-    return np.percentile(times, 50), np.percentile(times, 99)
 
 
 def _size(path):
@@ -104,7 +94,8 @@ def main():
         accuracy = np.mean(probs.argmax(-1) == labels)
         agree = np.mean(probs.argmax(-1) == reference.argmax(-1))
         delta = np.abs(probs - reference).max()
-        p50, p99 = _latencies(functions[name], texts, args.calls)
+        p50, p99 = batch1_latencies(
+            lambda text: functions[name]([text]), texts, args.calls)
         print(f"{name:<14} {sizes[name] / 1e6:8.1f} {accuracy:9.2%} "
               f"{agree:8.2%} {delta:9.2e} {p50:10.2f} {p99:10.2f}")
     print("conversion: " + ", ".join(f"{n} {s:.1f} s"

@@ -25,6 +25,7 @@ THREADS = 2
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from timing import batch1_latencies  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
@@ -43,17 +44,6 @@ def _split(data, name, limit=None):
 def _embed(function, texts, batch=32):
     return np.concatenate([function(texts[i:i + batch])
                            for i in range(0, len(texts), batch)])
-
-
-def _latencies(function, texts, calls):
-    for text in texts[:10]:
-        function([text])
-    times = []
-    for i in range(calls):
-        start = time.perf_counter()
-        function([texts[i % len(texts)]])
-        times.append((time.perf_counter() - start) * 1e3)
-    return np.percentile(times, 50), np.percentile(times, 99)
 
 
 def _nearest(vectors):
@@ -120,7 +110,7 @@ def main():
         train_vectors = _embed(run, train)
         accuracy = np.mean(train_labels[(vectors @ train_vectors.T).argmax(
             1)] == test_labels)
-        p50, p99 = _latencies(run, test, args.calls)
+        p50, p99 = batch1_latencies(lambda t: run([t]), test, args.calls)
         print(f"{name:<12} {cosine.min():8.5f} {cosine.mean():9.6f} "
               f"{same:8.1%} {accuracy:9.2%} {sizes[name] / 1e6:7.1f} "
               f"{p50:10.2f} {p99:10.2f}", flush=True)

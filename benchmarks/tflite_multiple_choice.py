@@ -24,6 +24,7 @@ THREADS = 2
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from timing import batch1_latencies  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
@@ -34,18 +35,6 @@ def _answer(function, examples, batch=16):
                       [list(x) for _, x, _ in examples[i:i + batch]])
              for i in range(0, len(examples), batch)]
     return np.concatenate(parts)
-
-
-def _latencies(function, examples, calls):
-    for context, choices, _ in examples[:10]:
-        function([context], [list(choices)])
-    times = []
-    for i in range(calls):
-        context, choices, _ = examples[i % len(examples)]
-        start = time.perf_counter()
-        function([context], [list(choices)])
-        times.append((time.perf_counter() - start) * 1e3)
-    return np.percentile(times, 50), np.percentile(times, 99)
 
 
 def main():
@@ -89,7 +78,8 @@ def main():
         agree = np.mean(probabilities.argmax(1) == reference.argmax(1))
         delta = np.abs(probabilities - reference).max()
         accuracy = np.mean(probabilities.argmax(1) == labels)
-        p50, p99 = _latencies(run, test, args.calls)
+        p50, p99 = batch1_latencies(
+            lambda e: run([e[0]], [list(e[1])]), test, args.calls)
         print(f"{name:<12} {accuracy:9.2%} {agree:7.1%} {delta:9.1e} "
               f"{sizes[name] / 1e6:7.1f} {p50:10.2f} {p99:10.2f}",
               flush=True)
