@@ -119,14 +119,16 @@ def save(manager, step):
     needed = directory_bytes(directory, GPath(latest).name + ".*") \
         if latest else None
     name = f"ckpt-{step}"
-    partial = [directory / f"{name}_temp", *files_of(directory / name)]
+    existing = set(files_of(directory / name))  # never removed on failure
+    partial = [directory / f"{name}_temp"]
     with guarded_write(directory, f"checkpoint {name}", needed=needed,
                        cleanup=partial):
         try:
             return manager.save(checkpoint_number=step)
         except Exception:
-            # Files written before the failure, named only now.
-            partial.extend(files_of(directory / name))
+            # Files this save wrote before it failed.
+            partial.extend(p for p in files_of(directory / name)
+                           if p not in existing)
             partial.extend(directory.glob(f"{name}_temp*"))
             raise
 
