@@ -162,7 +162,11 @@ def replace_directory(staging, target, what="a directory"):
         remove_quietly(old)
         if target.exists():
             target.replace(old)
-        staging.replace(target)
+        try:
+            staging.replace(target)
+        except Exception:
+            recover_directory(target)  # the previous one back in place
+            raise
     remove_quietly(old)
     return target
 

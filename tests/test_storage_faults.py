@@ -434,3 +434,25 @@ def test_a_full_disk_under_the_tensorboard_logs_is_one_line(tmp_path):
         f"ERROR cannot write the TensorBoard logs to {tmp_path}: no space; "
         "free space there (or point it at a larger disk) and run again."), \
         out.stdout + out.stderr[-2000:]
+
+
+def test_a_failed_rename_into_place_keeps_the_previous_directory(
+        tmp_path, monkeypatch):
+    target, staging = tmp_path / "1", tmp_path / "1.partial"
+    target.mkdir()
+    (target / "saved_model.pb").write_text("old")
+    staging.mkdir()
+    (staging / "saved_model.pb").write_text("new")
+    original = GPath.rename
+
+    def rename(self, other):  # the move of the new one fails (EIO)
+        if GPath(self).name == "1.partial":
+            raise OSError(errno.EIO, "Input/output error", str(self))
+        return original(self, other)
+    monkeypatch.setattr(GPath, "rename", rename)
+    monkeypatch.setattr(GPath, "replace", rename)
+    with pytest.raises(StorageError, match=r"cannot write the export to "
+                       r".*/1: .*Input/output error"):
+        safe_io.replace_directory(staging, target, "the export")
+    assert (target / "saved_model.pb").read_text() == "old"
+    assert not (tmp_path / "1.old").exists()
