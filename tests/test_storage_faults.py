@@ -456,3 +456,64 @@ def test_a_failed_rename_into_place_keeps_the_previous_directory(
         safe_io.replace_directory(staging, target, "the export")
     assert (target / "saved_model.pb").read_text() == "old"
     assert not (tmp_path / "1.old").exists()
+
+
+def _tiny_pairs(output, **kwargs):
+    from toy_task import VOCAB
+
+    from bert_tf.data import pairs
+    from bert_tf.text.tokenizer import BertTokenizer
+    from bert_tf.text.vocab import Vocab
+    documents = [["the film was good .", "the film was long .",
+                  "and new ."] * 3] * 6
+    return pairs.write_pairs(documents, BertTokenizer(Vocab(tuple(VOCAB))),
+                             output, seq_length=16, dupe_factor=1, seed=0,
+                             log=lambda *a: None, **kwargs)
+
+
+def test_pairs_into_a_read_only_place_are_refused_before_any_work(
+        tmp_path, monkeypatch):
+    _read_only(monkeypatch, tmp_path / "ro")
+    with pytest.raises(StorageError, match=r"cannot write the pairs to "
+                       r".*ro/pairs: read-only file system"):
+        _tiny_pairs(tmp_path / "ro" / "pairs")
+
+
+def test_a_full_disk_during_pair_shards_leaves_no_manifest(tmp_path,
+                                                           monkeypatch):
+    from bert_tf.data import pairs
+    out = tmp_path / "pairs"
+    _tiny_pairs(out)
+    assert (out / pairs.MANIFEST).is_file()
+
+    class FullDisk:
+        def __init__(self, path):
+            self.path = path
+
+        def __enter__(self):
+            raise tf.errors.ResourceExhaustedError(
+                None, None, f"{self.path}; No space left on device")
+
+        def __exit__(self, *exc):
+            return False
+    monkeypatch.setattr(tf.io, "TFRecordWriter", FullDisk)
+    with pytest.raises(StorageError, match=r"cannot write a pair shard to "
+                       r".*pairs-00000-of-00001.tfrecord: no space"):
+        _tiny_pairs(out)
+    # The old manifest went first: half-rewritten shards are never read.
+    assert not (out / pairs.MANIFEST).exists()
+    assert not list(out.glob("pairs-*.tfrecord"))
+
+
+def test_tflite_into_a_read_only_place_is_refused_before_any_work(
+        toy_run, tmp_path, monkeypatch):
+    from bert_tf import tasks
+    from bert_tf.serving.tflite import export_tflite
+    run = toy_run[1].best_dir.parent
+    _read_only(monkeypatch, tmp_path / "ro")
+    loaded = []
+    monkeypatch.setattr(tasks, "load_finetuned", lambda *a: loaded.append(a))
+    with pytest.raises(StorageError, match=r"cannot write the TFLite file "
+                       r"to .*ro: read-only file system"):
+        export_tflite(run, tmp_path / "ro" / "m.tflite", log=lambda *a: None)
+    assert not loaded
