@@ -191,3 +191,30 @@ def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
         assert sorted(curve) == sorted(straight_curve), (name, curve)
         for step, loss in straight_curve.items():
             assert abs(curve[step] - loss) <= 1e-5, (name, step)
+
+
+@pytest.mark.slow
+def test_two_workers_skip_the_same_damaged_checkpoint(sample_pairs,
+                                                      tmp_path):
+    """The chief's newest checkpoint is truncated between runs: both
+    workers report it, skip it and resume from the same older one."""
+    import yaml
+    pairs_dir, _ = sample_pairs
+    config = pretrain_config(tmp_path, pairs_dir, train_steps=20,
+                             steps_per_loop=5, checkpoint_every=10)
+    run_dir = tmp_path / "run"
+    assert _wait(_cluster(config, tmp_path, "first")) == [0, 0]
+    data = run_dir / "checkpoints" / "ckpt-20.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
+    settings = yaml.safe_load(config.read_text())
+    settings["trainer"]["train_steps"] = 30
+    config.write_text(yaml.safe_dump(settings))
+    codes = _wait(_cluster(config, tmp_path, "second"))
+    logs = [(tmp_path / f"second_{t}.log").read_text() for t in range(2)]
+    assert codes == [0, 0], logs
+    for log in logs:
+        assert "ckpt-20 does not read" in log, log[-3000:]
+        assert f"restored {run_dir}/checkpoints/ckpt-10 at step 10" in log
+        assert "Traceback" not in log
+    assert tf.train.latest_checkpoint(
+        str(run_dir / "checkpoints")).endswith("ckpt-30")
