@@ -517,3 +517,18 @@ def test_tflite_into_a_read_only_place_is_refused_before_any_work(
                        r"to .*ro: read-only file system"):
         export_tflite(run, tmp_path / "ro" / "m.tflite", log=lambda *a: None)
     assert not loaded
+
+
+def test_hub_export_into_a_read_only_place_is_refused_before_any_work(
+        tmp_path, monkeypatch):
+    from bert_tf import checkpoints
+    from bert_tf.serving.hub import export_hub
+    _read_only(monkeypatch, tmp_path / "ro")
+    loaded = []
+    monkeypatch.setattr(checkpoints, "load_encoder",
+                        lambda *a, **k: loaded.append(a))
+    with pytest.raises(StorageError, match=r"cannot write the hub export "
+                       r"to .*ro: read-only file system"):
+        export_hub("any-checkpoint", tmp_path / "ro" / "hub",
+                   log=lambda *a: None)
+    assert not loaded
