@@ -255,6 +255,7 @@ def test_multiple_choice_tflite_answers_like_the_saved_model(
     from bert_tf import cli
     from bert_tf.serving.tflite import TFLiteModel, export_tflite
     from test_export import HOSTILE
+    from test_tflite import TFLITE_TEXT_OPS
 
     directory, _ = mc_run
     _, loaded = mc_export
@@ -265,8 +266,12 @@ def test_multiple_choice_tflite_answers_like_the_saved_model(
     want = loaded.signatures["serving_default"](
         context=tf.constant(context), choices=tf.constant(choices))
     for quantize in ("none", "dynamic_int8"):
-        path = export_tflite(directory / "run", tmp_path / f"{quantize}.tflite",
-                             quantize, log=lambda *a: None)["path"]
+        report = export_tflite(directory / "run",
+                               tmp_path / f"{quantize}.tflite", quantize,
+                               log=lambda *a: None)
+        path = report["path"]
+        # Builtins plus tf-text's registered kernels only: no Flex.
+        assert set(report["custom_ops"]) <= TFLITE_TEXT_OPS
         model = TFLiteModel(path)
         assert model.kind == "multiple_choice"
         assert model.inputs == ["choices", "context"]
