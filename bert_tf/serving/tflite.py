@@ -313,12 +313,11 @@ def print_predictions(path, args, log=print):
     if model.kind not in ("classification", "embeddings"):
         return tasks.get_export_class(model.kind).print_predictions(
             model.as_loaded(), args, log)
-    model = TFLiteClassifier(path)  # strings in: both take `text` alone
     texts = command_line_texts(args)
     vectors = []
     for start in range(0, len(texts), args.batch_size):
         chunk = texts[start:start + args.batch_size]
-        out = model(chunk)
+        out = model(text=chunk)
         if model.kind == "embeddings":
             vectors.append(out["embedding"])
             continue
