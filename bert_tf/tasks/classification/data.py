@@ -2,13 +2,14 @@
 the real RT sentiment sample, each a `TaskData` whose splits are `tf.data`
 datasets of `{"text", "text_b" (pair tasks), "label"}` examples."""
 
+from bert_tf.tasks.classification.digests import load_rt_digests
 from bert_tf.tasks.classification.glue import GLUE_TASKS, load_glue
 from bert_tf.tasks.classification.local_files import load_local
 from bert_tf.tasks.classification.sentiment import load_rt_sentiment
 from bert_tf.tasks.classification.task_data import TaskData, task_dataset
 
 __all__ = ["GLUE_TASKS", "TaskData", "load_glue", "load_local",
-           "load_rt_sentiment", "load_task", "task_dataset"]
+           "load_rt_digests", "load_rt_sentiment", "load_task", "task_dataset"]
 
 
 def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
@@ -16,7 +17,8 @@ def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
 
     Args:
         spec: `glue/NAME` (TFDS), `sample:rt_sentiment` (the real RT movie
-            snippets) or `local` (files given in `local_args`, see
+            snippets), `sample:rt_digests` (long documents made of them,
+            see `digests.py`) or `local` (files given in `local_args`, see
             `load_local`).
         cache: sample cache directory.
         data_dir: TFDS data directory.
@@ -26,8 +28,10 @@ def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
         return load_glue(spec.split("/", 1)[1], data_dir=data_dir)
     if spec == "sample:rt_sentiment":
         return load_rt_sentiment(cache=cache, seed=seed)
+    if spec == "sample:rt_digests":
+        return load_rt_digests(cache=cache, seed=seed)
     if spec == "local":
         return load_local(**local_args)
     raise ValueError(f"Unknown task {spec!r}: use glue/NAME (one of "
-                     f"{', '.join(GLUE_TASKS)}), sample:rt_sentiment or "
-                     "local (with train/validation files).")
+                     f"{', '.join(GLUE_TASKS)}), sample:rt_sentiment, "
+                     "sample:rt_digests or local (with train/validation files).")

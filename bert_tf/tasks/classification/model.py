@@ -1,8 +1,14 @@
 """The classification model: `BertClassifier`."""
 
 import keras
+from keras import ops
 
+from bert_tf.layers.heads import MaskedMeanPool
+from bert_tf.models.encoder import INPUT_NAMES, select_inputs
 from bert_tf.models.task_model import TaskModel
+from bert_tf.tasks.classification.long_document import (WINDOW_KEY,
+                                                        WINDOW_POOLINGS,
+                                                        pool_windows)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -19,6 +25,11 @@ class BertClassifier(TaskModel):
         dropout: dropout rate before the output layer.
         pooling: `cls`, the pooled `[CLS]` output (the paper), or `mean`,
             the mean of the final hidden states of the real tokens.
+        window_pooling: for documents longer than the model (see
+            `long_document.py`): inputs that carry `window_document` are
+            windows, and their logits are pooled per document by `mean`,
+            `max` or `attention` (a learned score per window). None: one
+            row, one text.
 
     Example:
     >>> import numpy as np, keras
@@ -36,14 +47,53 @@ class BertClassifier(TaskModel):
     """
 
     CHECKPOINT_ROOT = "classifier"
-    CONFIG_ARGS = ("num_classes", "dropout", "pooling")
+    CONFIG_ARGS = ("num_classes", "dropout", "pooling", "window_pooling")
     POOLED = {"cls": "pooled_output", "mean": "mean_pooled"}
 
     def __init__(self, encoder, num_classes, dropout=0.1, pooling="cls",
-                 **kwargs):
+                 window_pooling=None, **kwargs):
         if pooling not in self.POOLED:
             raise ValueError(f"pooling = {pooling!r}: must be one of "
                              f"{', '.join(self.POOLED)}.")
+        if window_pooling not in (None,) + WINDOW_POOLINGS:
+            raise ValueError(f"window_pooling = {window_pooling!r}: must be "
+                             f"one of {', '.join(WINDOW_POOLINGS)}.")
         self._build_dense(encoder, "num_classes", num_classes, dropout,
                           self.POOLED[pooling], **kwargs)
         self.pooling = pooling
+        self.window_pooling = window_pooling
+        self.window_scorer = None
+        self.window_mean = MaskedMeanPool(dtype=encoder.dtype_policy)
+        if window_pooling == "attention":
+            self.window_scorer = keras.layers.Dense(
+                1, name="window_scorer", dtype=encoder.dtype_policy)
+            self.window_scorer.build((None, encoder.config.hidden_size))
+
+    def _window_features(self, inputs, training):
+        outputs = self.encoder(inputs, training=training)
+        if self.pooling == "mean":
+            return self.window_mean(outputs["sequence_output"],
+                                    inputs["input_mask"])
+        return outputs["pooled_output"]
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        if not (self.window_pooling and isinstance(inputs, dict) and
+                WINDOW_KEY in inputs):
+            return super().call(inputs, training=training, mask=mask,
+                                **kwargs)
+        features = self._window_features(select_inputs(inputs, INPUT_NAMES),
+                                         training)
+        scores = None
+        if self.window_scorer is not None:
+            scores = self.window_scorer(features)[:, 0]
+        count = (ops.size(inputs["windows"]) if "windows" in inputs
+                 else None)
+        return pool_windows(self.head(features, training=training),
+                            inputs[WINDOW_KEY], self.window_pooling, scores,
+                            count)
+
+    def checkpoint_heads(self):
+        heads = super().checkpoint_heads()
+        if self.window_scorer is not None:
+            heads["window_scorer"] = self.window_scorer
+        return heads

@@ -8,7 +8,9 @@ returns `probabilities` [batch, K] (softmax), `logits` [batch, K] and
 preprocessor names) and `encode` the `pooled_output` and
 `sequence_output`. Over-long input keeps its first word pieces: for pairs
 the longer text loses pieces from its end first, as the original BERT's
-`_truncate_seq_pair`.
+`_truncate_seq_pair`. With `long_document`, nothing is cut: each text is
+classified by windows whose logits are pooled (`long_document.py`), and
+`serving_default` also returns `windows` [batch], the count per text.
 """
 
 import weakref
@@ -22,6 +24,8 @@ from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
                                 run_spec, same_batch, string_batch)
 from bert_tf.tasks.classification.config import ClassificationConfig
 from bert_tf.tasks.classification.data import load_task, task_dataset
+from bert_tf.tasks.classification.long_document import (WINDOW_KEY,
+                                                        DocumentWindows)
 from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.tasks.metrics import compute
 from bert_tf.text.features import cut_to_longest
@@ -88,6 +92,9 @@ class Classification(Task):
 
     @classmethod
     def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
+        if task_config.long_document and data.pair:
+            raise ValueError(f"task.long_document takes single texts; "
+                             f"{data.name} has text pairs.")
         return run_spec(cfg, task_config, data, encoder_config, vocab,
                         labels=list(data.labels),
                         regression=data.is_regression, pair=data.pair,
@@ -96,10 +103,17 @@ class Classification(Task):
     def describe(self, data):
         what = ("regression" if data.is_regression else
                 f"{data.num_classes} classes")
-        return (f"{data.size('train'):,} training examples, {what}, "
-                f"{'pairs' if data.pair else 'single texts'}")
+        texts = "pairs" if data.pair else "single texts"
+        if self.spec.long_document:
+            texts = (f"documents in windows of {self.spec.seq_length} pieces"
+                     f", {self.spec.window_pooling}-pooled")
+        return f"{data.size('train'):,} training examples, {what}, {texts}"
 
     def preprocessor(self, vocab):
+        if self.spec.long_document:
+            return DocumentWindows(vocab, self.spec.seq_length,
+                                   self.spec.doc_stride,
+                                   lower_case=self.spec.lower_case)
         return BertPreprocessor(vocab, self.spec.seq_length,
                                 lower_case=self.spec.lower_case)
 
@@ -109,12 +123,16 @@ class Classification(Task):
         return task_dataset(
             data, "train", self.preprocessor(vocab), batch_size,
             shuffle=True, repeat=True, seed=seed, input_context=input_context,
-            drop_remainder=drop_remainder, dynamic_length=dynamic_length)
+            drop_remainder=drop_remainder,
+            dynamic_length=dynamic_length and not self.spec.long_document)
 
     def build_model(self, encoder):
         return BertClassifier(encoder, len(self.spec.labels) or 1,
                               dropout=self.spec.dropout,
                               pooling=self.spec.pooling,
+                              window_pooling=(self.spec.window_pooling if
+                                              self.spec.long_document
+                                              else None),
                               dtype=encoder.dtype_policy)
 
     def compile(self, model):
@@ -132,7 +150,7 @@ class Classification(Task):
                  dynamic_length=False):
         return evaluate_task(model, data, task_dataset(
             data, split, self.preprocessor(vocab), batch_size,
-            dynamic_length=dynamic_length))
+            dynamic_length=dynamic_length and not self.spec.long_document))
 
     def serving_module(self, model, vocab, fixed_length=False):
         return ClassifierModule(model, self.preprocessor(vocab),
@@ -218,20 +236,27 @@ class ClassifierModule(TaskModule):
             if not fixed_length:
                 inputs = cut_to_longest(inputs)
             logits = tf.cast(model(inputs, training=False), tf.float32)
+            windows = {"windows": inputs["windows"]} if \
+                WINDOW_KEY in inputs else {}
             if regression:
-                return {"score": logits[:, 0], "logits": logits}
+                return {"score": logits[:, 0], "logits": logits, **windows}
             return {"probabilities": tf.nn.softmax(logits),
                     "logits": logits,
                     "label": tf.gather(label_names,
-                                       tf.argmax(logits, axis=-1))}
+                                       tf.argmax(logits, axis=-1)),
+                    **windows}
 
         def preprocess(text, text_b=None):
             return inputs_of(text, text_b)
 
         def encode(text, text_b=None):
-            outputs = model.encoder(inputs_of(text, text_b), training=False)
-            return {name: tf.cast(outputs[name], tf.float32)
-                    for name in ("pooled_output", "sequence_output")}
+            inputs = inputs_of(text, text_b)
+            outputs = model.encoder(inputs, training=False)
+            outputs = {name: tf.cast(outputs[name], tf.float32)
+                       for name in ("pooled_output", "sequence_output")}
+            if WINDOW_KEY in inputs:  # one row per window
+                outputs[WINDOW_KEY] = inputs[WINDOW_KEY]
+            return outputs
 
         specs = [tf.TensorSpec([None], tf.string, name="text")]
         if pair:
