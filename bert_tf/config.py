@@ -41,11 +41,11 @@ class EncoderConfig:
         attention: `bidirectional` (BERT) or `causal` (the paper's LTR
             ablation).
 
-    Example:
-    >>> cfg = EncoderConfig(hidden_size=128, num_layers=2, num_heads=2,
-    ...                     intermediate_size=512)
-    >>> cfg.validate().num_layers
-    2
+    Examples:
+        >>> cfg = EncoderConfig(hidden_size=128, num_layers=2, num_heads=2,
+        ...                     intermediate_size=512)
+        >>> cfg.validate().num_layers
+        2
     """
 
     vocab_size: int = 30522
@@ -87,9 +87,9 @@ class EncoderConfig:
     def num_parameters(self, pooler=True):
         """Parameter count of the encoder this config builds.
 
-        Example:
-        >>> EncoderConfig().num_parameters()
-        109482240
+        Examples:
+            >>> EncoderConfig().num_parameters()
+            109482240
         """
         h, i = self.hidden_size, self.intermediate_size
         embeddings = ((self.vocab_size + self.max_position_embeddings +
@@ -305,12 +305,12 @@ def load_config(path, cls=ModelConfig, overrides=()):
         cls: the dataclass its top level describes.
         overrides: `key.path=value` strings applied before validation.
 
-    Example:
-    >>> from bert_tf import presets
-    >>> cfg = load_config(presets.preset_path("bert_tiny"),
-    ...                   overrides=["encoder.num_layers=4"])
-    >>> cfg.encoder.num_layers
-    4
+    Examples:
+        >>> from bert_tf import presets
+        >>> cfg = load_config(presets.preset_path("bert_tiny"),
+        ...                   overrides=["encoder.num_layers=4"])
+        >>> cfg.encoder.num_layers
+        4
     """
     data = apply_overrides(read_yaml(path), overrides)
     try:
@@ -408,9 +408,9 @@ def load_preset(name, overrides=()):
             model YAML.
         overrides: `encoder.key=value` strings.
 
-    Example:
-    >>> load_preset("bert_tiny").hidden_size
-    128
+    Examples:
+        >>> load_preset("bert_tiny").hidden_size
+        128
     """
     path = Path(name) if str(name).endswith((".yaml", ".yml")) else \
         presets.preset_path(name)

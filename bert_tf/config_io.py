@@ -85,13 +85,13 @@ def from_dict(cls, data, where=""):
         data: a mapping (e.g. from `yaml.safe_load`) or None for defaults.
         where: dotted path of `data` inside the whole config, for messages.
 
-    Example:
-    >>> import dataclasses
-    >>> @dataclasses.dataclass
-    ... class Sizes:
-    ...     layers: int = 1
-    >>> from_dict(Sizes, {"layers": 2})
-    Sizes(layers=2)
+    Examples:
+        >>> import dataclasses
+        >>> @dataclasses.dataclass
+        ... class Sizes:
+        ...     layers: int = 1
+        >>> from_dict(Sizes, {"layers": 2})
+        Sizes(layers=2)
     """
     if data is None:
         data = {}
@@ -150,10 +150,10 @@ def _renamed(cls, data, where):
 def apply_overrides(data, overrides):
     """Applies `a.b.c=value` strings to a nested dict (values parsed as YAML).
 
-    Example:
-    >>> apply_overrides({"encoder": {"num_layers": 2}},
-    ...                 ["encoder.num_layers=4"])
-    {'encoder': {'num_layers': 4}}
+    Examples:
+        >>> apply_overrides({"encoder": {"num_layers": 2}},
+        ...                 ["encoder.num_layers=4"])
+        {'encoder': {'num_layers': 4}}
     """
     data = dict(data or {})
     for item in overrides or ():

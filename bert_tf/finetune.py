@@ -45,13 +45,13 @@ class Init:
 def resolve_init(cfg):
     """The encoder config, vocab and weights `cfg.init` points at.
 
-    Example:
-    >>> from bert_tf.config import EncoderConfig, FinetuneConfig
-    >>> cfg = FinetuneConfig(encoder=EncoderConfig.from_name("bert_tiny"),
-    ...                      init="", vocab="vocab.txt")
-    >>> init = resolve_init(cfg)
-    >>> init.description, init.encoder.num_layers
-    ('random init', 2)
+    Examples:
+        >>> from bert_tf.config import EncoderConfig, FinetuneConfig
+        >>> cfg = FinetuneConfig(encoder=EncoderConfig.from_name("bert_tiny"),
+        ...                      init="", vocab="vocab.txt")
+        >>> init = resolve_init(cfg)
+        >>> init.description, init.encoder.num_layers
+        ('random init', 2)
     """
     spec = cfg.init
     source, _, rest = spec.partition(":")

@@ -17,11 +17,11 @@ def masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights,
         total_weight: the denominator; default the sum of
             `masked_lm_weights` (pass the global sum under tf.distribute).
 
-    Example:
-    >>> import numpy as np
-    >>> float(masked_lm_loss(np.array([[1]]), np.zeros((1, 1, 4)),
-    ...                      np.ones((1, 1))))  # log(4)
-    1.386...
+    Examples:
+        >>> import numpy as np
+        >>> float(masked_lm_loss(np.array([[1]]), np.zeros((1, 1, 4)),
+        ...                      np.ones((1, 1))))  # log(4)
+        1.386...
     """
     per_token = ops.sparse_categorical_crossentropy(
         masked_lm_ids, ops.cast(mlm_logits, "float32"), from_logits=True)

@@ -35,9 +35,9 @@ def available():
 def preset_path(name):
     """Path of the YAML file of preset `name`.
 
-    Example:
-    >>> preset_path("bert_tiny").name
-    'bert_tiny.yaml'
+    Examples:
+        >>> preset_path("bert_tiny").name
+        'bert_tiny.yaml'
     """
     path = configs_dir() / "models" / f"{name}.yaml"
     if not path.is_file():

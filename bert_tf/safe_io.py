@@ -45,11 +45,11 @@ class StorageError(RuntimeError):
 def cause_of(error):
     """`no space`, `read-only file system`, `permission denied` or None.
 
-    Example:
-    >>> cause_of(OSError(28, "No space left on device"))
-    'no space'
-    >>> cause_of(ValueError("other")) is None
-    True
+    Examples:
+        >>> cause_of(OSError(28, "No space left on device"))
+        'no space'
+        >>> cause_of(ValueError("other")) is None
+        True
     """
     number = getattr(error, "errno", None)
     text = f"{type(error).__name__} {error}".lower()
@@ -75,10 +75,10 @@ def explain(error, path, what, needed=None):
     """The `StorageError` of `error`, raised while writing `what` to
     `path`; `needed`: the bytes a write takes, if known.
 
-    Example:
-    >>> str(explain(OSError(28, "No space left on device"), "runs/x",
-    ...             "a checkpoint", needed=2_500_000))[:95]
-    'cannot write a checkpoint to runs/x: no space (a checkpoint needs about 2.5 MB); free space the'
+    Examples:
+        >>> str(explain(OSError(28, "No space left on device"), "runs/x",
+        ...             "a checkpoint", needed=2_500_000))[:95]
+        'cannot write a checkpoint to runs/x: no space (a checkpoint needs about 2.5 MB); free space the'
     """
     cause = cause_of(error)
     if cause is None:
@@ -96,9 +96,9 @@ def check_writable(directory, what):
     """Creates `directory` if needed and writes and removes a probe file in
     it, so a bad output location fails before any work is done.
 
-    Example:
-    >>> check_writable("ram://doc/out", "the export")
-    GPath('ram://doc/out')
+    Examples:
+        >>> check_writable("ram://doc/out", "the export")
+        GPath('ram://doc/out')
     """
     directory = GPath(directory)
     probe = directory / f".bert_tf_write_check_{uuid.uuid4().hex[:8]}"

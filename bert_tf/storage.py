@@ -31,9 +31,9 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 def is_remote(path):
     """Whether `path` names a file system by scheme (`gs://b/x`).
 
-    Example:
-    >>> is_remote("ram://x"), is_remote("runs/x")
-    (True, False)
+    Examples:
+        >>> is_remote("ram://x"), is_remote("runs/x")
+        (True, False)
     """
     return bool(_SCHEME.match(str(path)))
 
@@ -46,12 +46,12 @@ class _Stat:
 class GPath(os.PathLike):
     """A pathlib-like path backed by `tf.io.gfile`.
 
-    Example:
-    >>> directory = GPath("ram://doc/run")
-    >>> (directory / "best").mkdir(parents=True, exist_ok=True)
-    >>> _ = (directory / "best" / "best.json").write_text("{}")
-    >>> [p.name for p in directory.glob("*/*.json")], directory.parent
-    (['best.json'], GPath('ram://doc'))
+    Examples:
+        >>> directory = GPath("ram://doc/run")
+        >>> (directory / "best").mkdir(parents=True, exist_ok=True)
+        >>> _ = (directory / "best" / "best.json").write_text("{}")
+        >>> [p.name for p in directory.glob("*/*.json")], directory.parent
+        (['best.json'], GPath('ram://doc'))
     """
 
     def __init__(self, *parts):

@@ -256,3 +256,14 @@ def test_bf16_export_agrees_with_fp32(tiny, embeddings_export, tmp_path):
             directory, out, log=lambda *a: None, seq_length=64,
             word_seq_length=16, doc_stride=4, precision="bf16"))
 
+
+
+@pytest.mark.slow
+def test_rest_and_grpc_client_requests(tiny, embeddings_export):
+    from serving_requests import answers, assert_same_answers
+    encoder, _ = tiny
+    texts = ["the film was good", ""]
+    direct = assert_same_answers(answers(embeddings_export[0],
+                                         {"text": texts}))
+    np.testing.assert_allclose(direct["embedding"], SentenceEmbedder(
+        encoder, TOKENS, 64)(texts), atol=1e-5)

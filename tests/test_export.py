@@ -348,3 +348,14 @@ def test_predict_cli(exported, tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["predict", "--model", str(out), "--question", "who?"])
     assert "unrecognized arguments: --question" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_rest_and_grpc_client_requests(exported):
+    """The client's REST (row and columnar JSON) and gRPC requests, read as
+    TF Serving reads them, give the direct call's answer."""
+    from serving_requests import answers, assert_same_answers
+    out, _, _, run_dir = exported
+    direct = assert_same_answers(answers(out, {"text": TEXTS}))
+    assert [label.decode() for label in direct["label"]] == \
+        reference(run_dir, TEXTS)["label"]

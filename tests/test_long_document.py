@@ -144,3 +144,14 @@ def test_export_pools_windows_as_evaluation(long_runs, tmp_path):
     assert windows[:2] == [1, 1] and windows[-1] == -(-20_000 // 14)
     bad = tf.constant([b"\xff\xfe good"])
     assert serve(text=bad)["label"].shape == (1,)
+
+
+@pytest.mark.slow
+def test_tflite_refuses_a_long_document_classifier(long_runs, tmp_path):
+    """No TFLite file that would cut documents short."""
+    from bert_tf.serving.tflite import export_tflite
+    _, runs = long_runs
+    with pytest.raises(ValueError, match="reads long documents in windows"):
+        export_tflite(runs[True, "max"].best_dir, tmp_path / "x.tflite",
+                      log=lambda *a: None)
+    assert not list(tmp_path.iterdir())

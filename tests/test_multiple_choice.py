@@ -293,3 +293,16 @@ def test_multiple_choice_tflite_answers_like_the_saved_model(
                      "--choice", "the cat ."]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and sum(line.startswith("*") for line in lines) == 1
+
+
+@pytest.mark.slow
+def test_rest_and_grpc_client_requests(mc_run, mc_export):
+    from serving_requests import answers, assert_same_answers
+    directory, _ = mc_run
+    examples = [json.loads(line) for line in
+                (directory / "test.jsonl").read_text().splitlines()][:4]
+    direct = assert_same_answers(answers(mc_export[0], {
+        "context": [e["context"] for e in examples],
+        "choices": [e["choices"] for e in examples]}))
+    assert [t.decode() for t in direct["text"]] == [
+        e["choices"][i] for e, i in zip(examples, direct["choice"])]

@@ -566,3 +566,18 @@ def test_predict_cli_prints_answers_with_offsets(qa_export, tmp_path,
     assert cli.main(["predict", "--model", str(out), "--input",
                      str(tmp_path / "in.jsonl")]) == 2
     assert "in.jsonl:1: expected a JSON object" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_rest_and_grpc_client_requests(qa_export):
+    """QA through the client's request forms: the answer is the slice of
+    the caller's context."""
+    from serving_requests import answers, assert_same_answers
+    contexts = ["The film was made by Cleo in Rome . a day",
+                "a day . The film was made by Éve . it rained later"]
+    direct = assert_same_answers(answers(qa_export[0], {
+        "question": ["Who made the film?"] * 2, "context": contexts}))
+    for i, context in enumerate(contexts):
+        if direct["has_answer"][i]:
+            assert context[direct["start"][i]:direct["end"][i]] == \
+                direct["answer"][i].decode()

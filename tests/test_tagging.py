@@ -263,3 +263,11 @@ def test_c_api_and_predict_cli(tag_export, tmp_path, capsys):
                      "Ann met Bob in Oslo"]) == 0
     printed = capsys.readouterr().out
     assert "Ann met Bob in Oslo\t" in printed and "[" in printed
+
+
+@pytest.mark.slow
+def test_rest_and_grpc_client_requests(tag_export):
+    from serving_requests import answers, assert_same_answers
+    texts = ["Ann met Cleo in Paris .", "Zoë Ann"]
+    direct = assert_same_answers(answers(tag_export[0], {"text": texts}))
+    assert "PER" in [t.decode() for t in direct["type"][0]]

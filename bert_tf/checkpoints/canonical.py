@@ -80,11 +80,11 @@ def model_spec(encoder, masked_lm=None, next_sentence=None):
 def export_weights(encoder, masked_lm=None, next_sentence=None):
     """Our weights as a canonical dict (original TF1 names and layouts).
 
-    Example:
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> weights = export_weights(BertEncoder.from_preset("bert_tiny"))
-    >>> weights["bert/encoder/layer_0/attention/self/query/kernel"].shape
-    (128, 128)
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> weights = export_weights(BertEncoder.from_preset("bert_tiny"))
+        >>> weights["bert/encoder/layer_0/attention/self/query/kernel"].shape
+        (128, 128)
     """
     weights = {}
     for names, variable, kind in model_spec(encoder, masked_lm,

@@ -51,9 +51,9 @@ _HF_REDUNDANT = re.compile(
 def hf_name_to_canonical(name):
     """HF parameter name -> (canonical name, transpose?) or None.
 
-    Example:
-    >>> hf_name_to_canonical("bert.encoder.layer.3.output.dense.weight")
-    ('bert/encoder/layer_3/output/dense/kernel', True)
+    Examples:
+        >>> hf_name_to_canonical("bert.encoder.layer.3.output.dense.weight")
+        ('bert/encoder/layer_3/output/dense/kernel', True)
     """
     short = name[len("bert."):] if name.startswith("bert.") else name
     for pattern, target, transpose in _HF_RULES:

@@ -53,12 +53,12 @@ def _variable_keys(prefix):
 def read_model_variables(prefix):
     """{model path: numpy array} of a bert_tf checkpoint's model variables.
 
-    Example:
-    >>> import tempfile
-    >>> encoder = BertEncoder.from_preset("bert_tiny")
-    >>> prefix = model_checkpoint(encoder).write(tempfile.mkdtemp() + "/ckpt")
-    >>> read_model_variables(prefix)["encoder/pooler/kernel"].shape
-    (128, 128)
+    Examples:
+        >>> import tempfile
+        >>> encoder = BertEncoder.from_preset("bert_tiny")
+        >>> prefix = model_checkpoint(encoder).write(tempfile.mkdtemp() + "/ckpt")
+        >>> read_model_variables(prefix)["encoder/pooler/kernel"].shape
+        (128, 128)
     """
     prefix = checkpoint_prefix(prefix, (WEIGHTS_PREFIX,))
     keys, reader = _variable_keys(prefix)

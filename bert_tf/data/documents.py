@@ -50,10 +50,10 @@ def split_sentences(paragraph):
     whitespace and an upper-case letter or digit, except after common
     abbreviations and single-letter initials.
 
-    Example:
-    >>> split_sentences("Dr. Smith arrived at 5 p.m. on Monday. He left. "
-    ...                 "J. R. R. Tolkien wrote it.")
-    ['Dr. Smith arrived at 5 p.m. on Monday.', 'He left.', 'J. R. R. Tolkien wrote it.']
+    Examples:
+        >>> split_sentences("Dr. Smith arrived at 5 p.m. on Monday. He left. "
+        ...                 "J. R. R. Tolkien wrote it.")
+        ['Dr. Smith arrived at 5 p.m. on Monday.', 'He left.', 'J. R. R. Tolkien wrote it.']
     """
     paragraph = " ".join(paragraph.split())
     sentences, start = [], 0
@@ -110,10 +110,10 @@ def wiki_to_paragraphs(markup):
     Templates, tables, references, comments, files/categories, headings,
     lists and HTML blocks are removed; links are reduced to their text.
 
-    Example:
-    >>> wiki_to_paragraphs("'''Foo''' is a [[bar|thing]]<ref>x</ref>.{{cite}}"
-    ...                    "\\n\\n== History ==\\n* a list item\\nIt grew.")
-    ['Foo is a thing.', 'It grew.']
+    Examples:
+        >>> wiki_to_paragraphs("'''Foo''' is a [[bar|thing]]<ref>x</ref>.{{cite}}"
+        ...                    "\\n\\n== History ==\\n* a list item\\nIt grew.")
+        ['Foo is a thing.', 'It grew.']
     """
     text = re.sub(r"<!--[\s\S]*?(-->|$)", "", markup)
     text = _REF.sub("", text)
@@ -278,13 +278,13 @@ def read_documents(specs, stats=None, cache=None):
         stats: a `CorpusStats` to fill (documents, sentences, skipped).
         cache: sample cache directory.
 
-    Example:
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "c.txt")
-    >>> _ = open(path, "w").write("First one.\\nSecond.\\n\\n\\nOther doc.\\n")
-    >>> stats = CorpusStats()
-    >>> list(read_documents(path, stats)), stats.empty_documents
-    ([['First one.', 'Second.'], ['Other doc.']], 1)
+    Examples:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "c.txt")
+        >>> _ = open(path, "w").write("First one.\\nSecond.\\n\\n\\nOther doc.\\n")
+        >>> stats = CorpusStats()
+        >>> list(read_documents(path, stats)), stats.empty_documents
+        ([['First one.', 'Second.'], ['Other doc.']], 1)
     """
     stats = stats if stats is not None else CorpusStats()
     for spec in [specs] if isinstance(specs, (str, os.PathLike)) else specs:

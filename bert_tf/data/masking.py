@@ -71,13 +71,13 @@ def mask_tokens(word_ids, input_mask, row_seeds, *, vocab_size, mask_id,
         `masked_lm_ids` (originals), `masked_lm_weights` (1.0 for used
         slots), each [batch, P] except the first.
 
-    Example:
-    >>> ids = tf.constant([[2, 10, 11, 12, 13, 14, 3, 0]])
-    >>> out = mask_tokens(ids, tf.cast(ids > 0, tf.int32), [12345],
-    ...                   vocab_size=20, mask_id=4, special_ids=[0, 2, 3],
-    ...                   max_predictions=3, rate=0.4)
-    >>> int(tf.reduce_sum(out["masked_lm_weights"]))
-    2
+    Examples:
+        >>> ids = tf.constant([[2, 10, 11, 12, 13, 14, 3, 0]])
+        >>> out = mask_tokens(ids, tf.cast(ids > 0, tf.int32), [12345],
+        ...                   vocab_size=20, mask_id=4, special_ids=[0, 2, 3],
+        ...                   max_predictions=3, rate=0.4)
+        >>> int(tf.reduce_sum(out["masked_lm_weights"]))
+        2
     """
     word_ids = tf.convert_to_tensor(word_ids, tf.int32)
     batch, length = tf.shape(word_ids)[0], tf.shape(word_ids)[1]

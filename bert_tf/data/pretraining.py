@@ -117,12 +117,12 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
         a `tf.data.Dataset` of dicts with `FEATURE_NAMES`, each
         [batch, seq_length] or [batch, max_predictions_per_seq] or [batch].
 
-    Example:
-    >>> records, vocab_path = example_files.pairs()
-    >>> dataset = pretraining_dataset(records, vocab_path, batch_size=4,
-    ...                               seq_length=32, max_predictions_per_seq=5)
-    >>> tuple(next(iter(dataset))["masked_lm_positions"].shape)
-    (4, 5)
+    Examples:
+        >>> records, vocab_path = example_files.pairs()
+        >>> dataset = pretraining_dataset(records, vocab_path, batch_size=4,
+        ...                               seq_length=32, max_predictions_per_seq=5)
+        >>> tuple(next(iter(dataset))["masked_lm_positions"].shape)
+        (4, 5)
     """
     vocab = vocab if isinstance(vocab, Vocab) else read_vocab(vocab)
     if max_predictions_per_seq > seq_length:

@@ -6,9 +6,9 @@ warm-up requests): varints and length-delimited fields."""
 def varint(value):
     """A non-negative int as a protobuf varint.
 
-    Example:
-    >>> varint(300)
-    b'\\xac\\x02'
+    Examples:
+        >>> varint(300)
+        b'\\xac\\x02'
     """
     out = bytearray()
     while True:

@@ -89,9 +89,9 @@ def read_wnut(cache=None, path=None):
 def split_indices(count, seed=0):
     """{split: sorted sentence indices}: the documented WNUT split.
 
-    Example:
-    >>> {k: len(v) for k, v in split_indices(2394).items()}
-    {'train': 1915, 'validation': 239, 'test': 240}
+    Examples:
+        >>> {k: len(v) for k, v in split_indices(2394).items()}
+        {'train': 1915, 'validation': 239, 'test': 240}
     """
     order = np.random.default_rng(seed).permutation(count)
     result, start = {}, 0
@@ -107,9 +107,9 @@ def entity_spans(tags):
     """[(type, first, last)] word spans of BIO tags (I- without B- opens an
     entity, as seqeval's default mode reads it).
 
-    Example:
-    >>> entity_spans(["B-person", "I-person", "O", "I-geo-loc", "B-geo-loc"])
-    [('person', 0, 1), ('geo-loc', 3, 3), ('geo-loc', 4, 4)]
+    Examples:
+        >>> entity_spans(["B-person", "I-person", "O", "I-geo-loc", "B-geo-loc"])
+        [('person', 0, 1), ('geo-loc', 3, 3), ('geo-loc', 4, 4)]
     """
     spans, current = [], None
     for i, tag in enumerate(list(tags) + ["O"]):

@@ -200,10 +200,10 @@ def fetch(name, cache=None, log=None):
         cache: cache root (default: $BERT_TF_CACHE or ~/.cache/bert_tf).
         log: optional callable for progress lines.
 
-    Example:
-    >>> path = fetch("minilm")
-    >>> sorted(p.name for p in path.iterdir())
-    ['config.json', 'model.safetensors', 'vocab.txt']
+    Examples:
+        >>> path = fetch("minilm")
+        >>> sorted(p.name for p in path.iterdir())
+        ['config.json', 'model.safetensors', 'vocab.txt']
     """
     root = asset_dir(name, cache)
     if _is_complete(name, cache):

@@ -24,9 +24,9 @@ SCHEME = "grpc://"
 def split_address(address):
     """(host, port) of `HOST:PORT` or `grpc://HOST:PORT`.
 
-    Example:
-    >>> split_address("grpc://localhost:5050")
-    ('localhost', 5050)
+    Examples:
+        >>> split_address("grpc://localhost:5050")
+        ('localhost', 5050)
     """
     bare = address[len(SCHEME):] if address.startswith(SCHEME) else address
     host, sep, port = bare.rpartition(":")

@@ -14,11 +14,11 @@ def norm_policy(policy):
     statistics and the residual stream it feeds keep float32 precision;
     `policy` itself otherwise.
 
-    Example:
-    >>> norm_policy("bfloat16"), norm_policy("mixed_bfloat16")
-    ('float32', 'float32')
-    >>> norm_policy("float32").name
-    'float32'
+    Examples:
+        >>> norm_policy("bfloat16"), norm_policy("mixed_bfloat16")
+        ('float32', 'float32')
+        >>> norm_policy("float32").name
+        'float32'
     """
     policy = keras.dtype_policies.get(policy)
     if policy.compute_dtype in ("bfloat16", "float16"):

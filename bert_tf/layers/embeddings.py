@@ -21,12 +21,12 @@ class BertEmbeddings(ConfigLayer):
         initializer_range: stddev of the truncated-normal initializers.
         layer_norm_eps: LayerNorm epsilon.
 
-    Example:
-    >>> import numpy as np
-    >>> layer = BertEmbeddings(vocab_size=100, hidden_size=8)
-    >>> ids = np.ones((2, 5), "int32")
-    >>> tuple(layer(ids, np.zeros_like(ids)).shape)
-    (2, 5, 8)
+    Examples:
+        >>> import numpy as np
+        >>> layer = BertEmbeddings(vocab_size=100, hidden_size=8)
+        >>> ids = np.ones((2, 5), "int32")
+        >>> tuple(layer(ids, np.zeros_like(ids)).shape)
+        (2, 5, 8)
     """
 
     CONFIG_ARGS = ("vocab_size", "hidden_size", "max_position_embeddings",

@@ -35,12 +35,12 @@ class MaskedLMHead(ConfigLayer):
         token_embedding: the encoder's `keras.layers.Embedding` to tie to;
             if None the head owns an untied output matrix.
 
-    Example:
-    >>> import numpy as np
-    >>> head = MaskedLMHead(vocab_size=50, hidden_size=8)
-    >>> seq = np.random.rand(2, 6, 8).astype("float32")
-    >>> tuple(head(seq, np.array([[1, 2], [3, 0]])).shape)
-    (2, 2, 50)
+    Examples:
+        >>> import numpy as np
+        >>> head = MaskedLMHead(vocab_size=50, hidden_size=8)
+        >>> seq = np.random.rand(2, 6, 8).astype("float32")
+        >>> tuple(head(seq, np.array([[1, 2], [3, 0]])).shape)
+        (2, 2, 50)
     """
 
     CONFIG_ARGS = ("vocab_size", "hidden_size", "hidden_act", "layer_norm_eps",
@@ -104,11 +104,11 @@ class ClassificationHead(ConfigLayer):
         dropout: dropout rate before the dense layer.
         initializer_range: stddev of the truncated-normal kernel initializer.
 
-    Example:
-    >>> import numpy as np
-    >>> pooled = np.random.rand(4, 8).astype("float32")
-    >>> tuple(ClassificationHead(3)(pooled).shape)
-    (4, 3)
+    Examples:
+        >>> import numpy as np
+        >>> pooled = np.random.rand(4, 8).astype("float32")
+        >>> tuple(ClassificationHead(3)(pooled).shape)
+        (4, 3)
     """
 
     CONFIG_ARGS = ("num_classes", "dropout", "initializer_range")
@@ -144,11 +144,11 @@ class ClassificationHead(ConfigLayer):
 class MaskedMeanPool(keras.layers.Layer):
     """The mean of a sequence's vectors over its real (mask 1) positions.
 
-    Example:
-    >>> import numpy as np
-    >>> x = np.arange(6, dtype="float32").reshape(1, 3, 2)
-    >>> MaskedMeanPool()(x, np.array([[1, 1, 0]])).numpy().tolist()
-    [[1.0, 2.0]]
+    Examples:
+        >>> import numpy as np
+        >>> x = np.arange(6, dtype="float32").reshape(1, 3, 2)
+        >>> MaskedMeanPool()(x, np.array([[1, 1, 0]])).numpy().tolist()
+        [[1.0, 2.0]]
     """
 
     def call(self, sequence, input_mask):
@@ -170,11 +170,11 @@ class NextSentenceHead(ClassificationHead):
     Args:
         initializer_range: stddev of the truncated-normal kernel initializer.
 
-    Example:
-    >>> import numpy as np
-    >>> pooled = np.random.rand(4, 8).astype("float32")
-    >>> tuple(NextSentenceHead()(pooled).shape)
-    (4, 2)
+    Examples:
+        >>> import numpy as np
+        >>> pooled = np.random.rand(4, 8).astype("float32")
+        >>> tuple(NextSentenceHead()(pooled).shape)
+        (4, 2)
     """
 
     def __init__(self, initializer_range=0.02, **kwargs):

@@ -57,12 +57,12 @@ class MultiHeadSelfAttention(ConfigLayer):
         initializer_range: stddev of the truncated-normal kernel initializer.
         causal: if True, position i attends only to positions <= i.
 
-    Example:
-    >>> import numpy as np
-    >>> layer = MultiHeadSelfAttention(hidden_size=8, num_heads=2)
-    >>> x = np.random.rand(2, 5, 8).astype("float32")
-    >>> tuple(layer(x, np.ones((2, 5), "int32")).shape)
-    (2, 5, 8)
+    Examples:
+        >>> import numpy as np
+        >>> layer = MultiHeadSelfAttention(hidden_size=8, num_heads=2)
+        >>> x = np.random.rand(2, 5, 8).astype("float32")
+        >>> tuple(layer(x, np.ones((2, 5), "int32")).shape)
+        (2, 5, 8)
     """
 
     CONFIG_ARGS = ("hidden_size", "num_heads", "dropout", "initializer_range",
@@ -134,13 +134,13 @@ class TransformerBlock(ConfigLayer):
         layer_norm_eps: LayerNorm epsilon.
         causal: left-to-right attention instead of bidirectional.
 
-    Example:
-    >>> import numpy as np
-    >>> block = TransformerBlock(hidden_size=8, num_heads=2,
-    ...                          intermediate_size=32)
-    >>> x = np.random.rand(2, 5, 8).astype("float32")
-    >>> tuple(block(x, np.ones((2, 5), "int32")).shape)
-    (2, 5, 8)
+    Examples:
+        >>> import numpy as np
+        >>> block = TransformerBlock(hidden_size=8, num_heads=2,
+        ...                          intermediate_size=32)
+        >>> x = np.random.rand(2, 5, 8).astype("float32")
+        >>> tuple(block(x, np.ones((2, 5), "int32")).shape)
+        (2, 5, 8)
     """
 
     CONFIG_ARGS = ("hidden_size", "num_heads", "intermediate_size",

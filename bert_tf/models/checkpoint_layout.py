@@ -23,10 +23,10 @@ STATE_ROOTS = ("optimizer", "global_step", "dropout_seeds", "train_iterator",
 def checkpoint_roots(encoder, **heads):
     """{root: trackable} of an encoder and its heads (None heads left out).
 
-    Example:
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> sorted(checkpoint_roots(BertEncoder.from_preset("bert_tiny")))
-    ['encoder']
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> sorted(checkpoint_roots(BertEncoder.from_preset("bert_tiny")))
+        ['encoder']
     """
     roots = {ENCODER_ROOT: tf.train.Checkpoint(**encoder.checkpoint_items())}
     roots.update({k: v for k, v in heads.items() if v is not None})

@@ -49,22 +49,24 @@ class BertEncoder(keras.Model):
     [batch, seq, H] input of the first layer (the feature-based approach
     reads it too; `bert_tf.tasks.embeddings.extract.hidden_states`).
 
+    The arguments `vocab_size`, `hidden_size`, `num_layers`, `num_heads`,
+    `intermediate_size`, `max_position_embeddings`, `type_vocab_size`,
+    `hidden_act`, `hidden_dropout`, `attention_dropout`,
+    `initializer_range`, `layer_norm_eps` and `attention` are the fields of
+    `bert_tf.config.EncoderConfig`.
+
     Args:
-        vocab_size, hidden_size, num_layers, num_heads, intermediate_size,
-        max_position_embeddings, type_vocab_size, hidden_act,
-        hidden_dropout, attention_dropout, initializer_range,
-        layer_norm_eps, attention: as in `bert_tf.config.EncoderConfig`.
         dtype: a Keras dtype policy (e.g. `mixed_bfloat16`); default global.
 
-    Example:
-    >>> import numpy as np
-    >>> encoder = BertEncoder.from_preset("bert_tiny")
-    >>> ids = np.array([[101, 7592, 102, 0]], "int32")
-    >>> out = encoder({"input_word_ids": ids,
-    ...                "input_mask": (ids > 0).astype("int32"),
-    ...                "input_type_ids": np.zeros_like(ids)})
-    >>> out["pooled_output"].shape, len(out["encoder_outputs"])
-    (TensorShape([1, 128]), 2)
+    Examples:
+        >>> import numpy as np
+        >>> encoder = BertEncoder.from_preset("bert_tiny")
+        >>> ids = np.array([[101, 7592, 102, 0]], "int32")
+        >>> out = encoder({"input_word_ids": ids,
+        ...                "input_mask": (ids > 0).astype("int32"),
+        ...                "input_type_ids": np.zeros_like(ids)})
+        >>> out["pooled_output"].shape, len(out["encoder_outputs"])
+        (TensorShape([1, 128]), 2)
     """
 
     def __init__(self, vocab_size=30522, hidden_size=768, num_layers=12,
@@ -126,11 +128,11 @@ class BertEncoder(keras.Model):
         transformer blocks (0: train everything). Backpropagation then ends
         at the first trained block, so a step costs less.
 
-        Example:
-        >>> encoder = BertEncoder.from_preset("bert_tiny")
-        >>> encoder.freeze(1)
-        >>> [b.trainable for b in encoder.transformer_layers]
-        [False, True]
+        Examples:
+            >>> encoder = BertEncoder.from_preset("bert_tiny")
+            >>> encoder.freeze(1)
+            >>> [b.trainable for b in encoder.transformer_layers]
+            [False, True]
         """
         if not 0 <= num_layers <= len(self.transformer_layers):
             raise ValueError(
@@ -166,9 +168,9 @@ class BertEncoder(keras.Model):
     def from_preset(cls, name, **kwargs):
         """Builds a randomly initialized encoder of a named size.
 
-        Example:
-        >>> BertEncoder.from_preset("bert_tiny").count_params()
-        4385920
+        Examples:
+            >>> BertEncoder.from_preset("bert_tiny").count_params()
+            4385920
         """
         return cls.from_config_object(load_preset(name), **kwargs)
 

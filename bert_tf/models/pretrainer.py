@@ -35,22 +35,22 @@ class BertPretrainer(CheckpointLayout, keras.Model):
         nsp: include the next-sentence head and loss (False: the paper's
             "No NSP" ablation).
 
-    Example:
-    >>> import numpy as np, keras, tensorflow as tf
-    >>> model = BertPretrainer(BertEncoder.from_preset("bert_tiny"))
-    >>> batch = {
-    ...     "input_word_ids": np.full((4, 16), 1000, "int32"),
-    ...     "input_mask": np.ones((4, 16), "int32"),
-    ...     "input_type_ids": np.zeros((4, 16), "int32"),
-    ...     "masked_lm_positions": np.tile([[1, 2]], (4, 1)).astype("int32"),
-    ...     "masked_lm_ids": np.full((4, 2), 2000, "int32"),
-    ...     "masked_lm_weights": np.ones((4, 2), "float32"),
-    ...     "next_sentence_labels": np.zeros((4,), "int32")}
-    >>> model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    >>> history = model.fit(tf.data.Dataset.from_tensors(batch).repeat(3),
-    ...                     verbose=0)
-    >>> sorted(history.history)
-    ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
+    Examples:
+        >>> import numpy as np, keras, tensorflow as tf
+        >>> model = BertPretrainer(BertEncoder.from_preset("bert_tiny"))
+        >>> batch = {
+        ...     "input_word_ids": np.full((4, 16), 1000, "int32"),
+        ...     "input_mask": np.ones((4, 16), "int32"),
+        ...     "input_type_ids": np.zeros((4, 16), "int32"),
+        ...     "masked_lm_positions": np.tile([[1, 2]], (4, 1)).astype("int32"),
+        ...     "masked_lm_ids": np.full((4, 2), 2000, "int32"),
+        ...     "masked_lm_weights": np.ones((4, 2), "float32"),
+        ...     "next_sentence_labels": np.zeros((4,), "int32")}
+        >>> model.compile(optimizer=keras.optimizers.Adam(1e-3))
+        >>> history = model.fit(tf.data.Dataset.from_tensors(batch).repeat(3),
+        ...                     verbose=0)
+        >>> sorted(history.history)
+        ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
     """
 
     CHECKPOINT_ROOTS = ("masked_lm", "next_sentence")

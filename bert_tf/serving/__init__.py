@@ -30,11 +30,11 @@ def write_export(format, kind, checkpoint, out, log=print, overwrite=False,
     the options its writer takes (others are not for it and are ignored;
     None means the writer's default). Returns the writer's report.
 
-    Example:
-    >>> write_export("tflite", "hub", "ckpt", "out.tflite")
-    Traceback (most recent call last):
-    ...
-    ValueError: --format tflite exports --kind task or --kind embeddings, not --kind hub.
+    Examples:
+        >>> write_export("tflite", "hub", "ckpt", "out.tflite")
+        Traceback (most recent call last):
+        ...
+        ValueError: --format tflite exports --kind task or --kind embeddings, not --kind hub.
     """
     if (format, kind) not in ROUTES:
         kinds = " or ".join(f"--kind {k}" for f, k in ROUTES if f == format)

@@ -232,12 +232,12 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     Returns:
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
 
-    Example:
-    >>> report = export_model(example_files.finetuned(),
-    ...                       example_files.tmp / "export" / "1",
-    ...                       log=lambda line: None)
-    >>> report["kind"], exported_kind(report["path"])
-    ('classification', 'classification')
+    Examples:
+        >>> report = export_model(example_files.finetuned(),
+        ...                       example_files.tmp / "export" / "1",
+        ...                       log=lambda line: None)
+        >>> report["kind"], exported_kind(report["path"])
+        ('classification', 'classification')
     """
     _, spec = tasks.read_spec(checkpoint)
     return export(spec.kind, checkpoint, out, log, overwrite,

@@ -21,11 +21,11 @@ def resolve(precision, log=print, cpuinfo="/proc/cpuinfo"):
     """`fp32` or `bf16` for `precision` (`auto`: bf16 where the CPU has
     AVX512_BF16 or AMX, fp32 otherwise; the choice is logged).
 
-    Example:
-    >>> resolve("fp32")
-    'fp32'
-    >>> resolve("auto", log=lambda line: None, cpuinfo="/nonexistent")
-    'fp32'
+    Examples:
+        >>> resolve("fp32")
+        'fp32'
+        >>> resolve("auto", log=lambda line: None, cpuinfo="/nonexistent")
+        'fp32'
     """
     if precision not in PRECISIONS:
         raise ValueError(f"--precision {precision}: use one of "

@@ -50,6 +50,13 @@ class TFLiteModule(tf.Module):
 
     def __init__(self, model, spec, vocab):
         super().__init__(name="bert_classifier_tflite")
+        if spec.long_document:
+            raise ValueError(
+                "This classifier reads long documents in windows "
+                "(task.long_document); its TFLite export is not built yet, "
+                "and a TFLite file that cut documents short would answer "
+                "wrongly. Export a SavedModel: bert-tf export --checkpoint "
+                "RUN --out DIR.")
         self.model_variables = [v.value for v in model.variables]
         tokenizer = BertTokenizer(vocab, spec.lower_case).fused()
         length, labels = spec.seq_length, list(spec.labels)
@@ -223,12 +230,12 @@ class TFLiteModel:
     """Runs any exported TFLite file on Python strings with LiteRT: its
     `kind` (from its outputs) and `__call__(**inputs)` -> NumPy outputs.
 
-    Example:
-    >>> model = TFLiteModel(example_files.tflite())
-    >>> model.kind, model.inputs
-    ('classification', ['text'])
-    >>> model(text=["a gripping film", ""])["probabilities"].shape
-    (2, 2)
+    Examples:
+        >>> model = TFLiteModel(example_files.tflite())
+        >>> model.kind, model.inputs
+        ('classification', ['text'])
+        >>> model(text=["a gripping film", ""])["probabilities"].shape
+        (2, 2)
     """
 
     # The kind of a file, by the outputs of its `serving_default`.
@@ -287,11 +294,11 @@ def _encoded(strings):
 class TFLiteClassifier(TFLiteModel):
     """Runs an exported TFLite classifier on Python strings.
 
-    Example:
-    >>> classifier = TFLiteClassifier(example_files.tflite())
-    >>> out = classifier(["a gripping film", ""])
-    >>> out["probabilities"].shape, out["label"].dtype.kind
-    ((2, 2), 'O')
+    Examples:
+        >>> classifier = TFLiteClassifier(example_files.tflite())
+        >>> out = classifier(["a gripping film", ""])
+        >>> out["probabilities"].shape, out["label"].dtype.kind
+        ((2, 2), 'O')
     """
 
     def __call__(self, texts, texts_b=None):

@@ -28,10 +28,10 @@ def predict_log(inputs, model_name, signature_name="serving_default"):
         model_name: the model's name in TF Serving's model config.
         signature_name: the signature to call.
 
-    Example:
-    >>> record = predict_log({"text": ["fine"]}, "rt")
-    >>> record[:1]
-    b'2'
+    Examples:
+        >>> record = predict_log({"text": ["fine"]}, "rt")
+        >>> record[:1]
+        b'2'
     """
     spec = field(_SPEC_NAME, model_name.encode()) + \
         field(_SPEC_SIGNATURE, signature_name.encode())

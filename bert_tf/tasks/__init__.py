@@ -7,11 +7,11 @@ config, data, features, model, decoding, metrics, task and serving
 modules, its `Task` subclass decorated with `@register`), its configs and
 its tests.
 
-Example:
->>> get_task_class("span_qa").__name__
-'SpanQA'
->>> "tagging" in fine_tuned_kinds()
-True
+Examples:
+    >>> get_task_class("span_qa").__name__
+    'SpanQA'
+    >>> "tagging" in fine_tuned_kinds()
+    True
 """
 
 from bert_tf.tasks.base import (Task, available_kinds, fine_tuned_kinds,
@@ -41,10 +41,10 @@ def get_task_class(kind):
 def load_finetuned(directory, dtype=None):
     """(task, model, vocab, best directory) of a `bert-tf finetune` run.
 
-    Example:
-    >>> task, model, vocab, best = load_finetuned(example_files.finetuned())
-    >>> task.kind, best.name
-    ('classification', 'best')
+    Examples:
+        >>> task, model, vocab, best = load_finetuned(example_files.finetuned())
+        >>> task.kind, best.name
+        ('classification', 'best')
     """
     best, spec = read_spec(directory)
     task = get_task_class(spec.kind)(spec)

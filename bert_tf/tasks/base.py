@@ -61,9 +61,9 @@ def register_config(cls):
 def get_config_class(kind):
     """The typed config class of task kind `kind`.
 
-    Example:
-    >>> get_config_class("span_qa").__name__
-    'SpanQAConfig'
+    Examples:
+        >>> get_config_class("span_qa").__name__
+        'SpanQAConfig'
     """
     get_kind(kind)
     if kind not in _CONFIGS:
@@ -88,9 +88,9 @@ def task_config_of(data, where="task", spec=False):
 def available_kinds():
     """The names of the kind folders under `bert_tf/tasks/`, sorted.
 
-    Example:
-    >>> available_kinds()[:2]
-    ['classification', 'embeddings']
+    Examples:
+        >>> available_kinds()[:2]
+        ['classification', 'embeddings']
     """
     folder = os.path.dirname(os.path.abspath(__file__))
     return sorted(info.name for info in pkgutil.iter_modules([folder])
@@ -100,9 +100,9 @@ def available_kinds():
 def get_kind(kind):
     """The registered class of `kind` (its folder is imported on first use).
 
-    Example:
-    >>> get_kind("span_qa").__name__
-    'SpanQA'
+    Examples:
+        >>> get_kind("span_qa").__name__
+        'SpanQA'
     """
     if kind not in _REGISTRY and kind in available_kinds():
         importlib.import_module(f"bert_tf.tasks.{kind}")

@@ -18,12 +18,12 @@ def bucket_by_length(dataset, batch_size, seq_length,
     `input_mask`; labels and weights may be [L] rows too (cut alike);
     scalars pass unchanged.
 
-    Example:
-    >>> rows = tf.data.Dataset.from_tensor_slices((
-    ...     {"input_mask": [[1, 0, 0, 0], [1, 1, 0, 0]]}, [0, 1]))
-    >>> x, y = next(iter(bucket_by_length(rows, 2, 4)))
-    >>> x["input_mask"].numpy().tolist()
-    [[1, 0], [1, 1]]
+    Examples:
+        >>> rows = tf.data.Dataset.from_tensor_slices((
+        ...     {"input_mask": [[1, 0, 0, 0], [1, 1, 0, 0]]}, [0, 1]))
+        >>> x, y = next(iter(bucket_by_length(rows, 2, 4)))
+        >>> x["input_mask"].numpy().tolist()
+        [[1, 0], [1, 1]]
     """
     boundaries = [b for b in TRAINING_BOUNDARIES if b < seq_length]
     dataset = dataset.bucket_by_sequence_length(
@@ -95,26 +95,26 @@ def grouped_window_batches(examples, size, to_groups, batch_size,
     of similar length (their longest window) are batched together;
     batches are cut to their longest window either way.
 
-    Example:
-    >>> examples = tf.data.Dataset.from_tensor_slices(
-    ...     {"windows": [1, 2]}).repeat()
-    >>> def to_groups(batch):
-    ...     w = tf.reduce_sum(batch["windows"])
-    ...     index = tf.repeat(tf.range(tf.size(batch["windows"])),
-    ...                       batch["windows"])
-    ...     ragged = lambda t: tf.RaggedTensor.from_value_rowids(t, index)
-    ...     x = {"input_mask": ragged(tf.ones([w, 4], tf.int32))}
-    ...     number = tf.ragged.range(batch["windows"]).flat_values + 1
-    ...     return tf.data.Dataset.from_tensor_slices((x, ragged(number)))
-    >>> x, y = next(iter(grouped_window_batches(examples, 2, to_groups, 2,
-    ...                                         4)))
-    >>> # Each example's windows (labels 1..w) arrive whole, in order,
-    >>> # whichever examples the shuffle picked.
-    >>> [y[y[:, 1] == i][:, 0].numpy().tolist() in ([1], [1, 2])
-    ...  for i in (0, 1)]
-    [True, True]
-    >>> x["input_mask"].shape[0] == y.shape[0]
-    True
+    Examples:
+        >>> examples = tf.data.Dataset.from_tensor_slices(
+        ...     {"windows": [1, 2]}).repeat()
+        >>> def to_groups(batch):
+        ...     w = tf.reduce_sum(batch["windows"])
+        ...     index = tf.repeat(tf.range(tf.size(batch["windows"])),
+        ...                       batch["windows"])
+        ...     ragged = lambda t: tf.RaggedTensor.from_value_rowids(t, index)
+        ...     x = {"input_mask": ragged(tf.ones([w, 4], tf.int32))}
+        ...     number = tf.ragged.range(batch["windows"]).flat_values + 1
+        ...     return tf.data.Dataset.from_tensor_slices((x, ragged(number)))
+        >>> x, y = next(iter(grouped_window_batches(examples, 2, to_groups, 2,
+        ...                                         4)))
+        >>> # Each example's windows (labels 1..w) arrive whole, in order,
+        >>> # whichever examples the shuffle picked.
+        >>> [y[y[:, 1] == i][:, 0].numpy().tolist() in ([1], [1, 2])
+        ...  for i in (0, 1)]
+        [True, True]
+        >>> x["input_mask"].shape[0] == y.shape[0]
+        True
     """
     # Slices of [examples, (windows), ...] ragged tensors come as ragged
     # specs of rank 0; padded batching needs them dense.

@@ -13,9 +13,9 @@ METRICS = ("accuracy", "f1", "mcc", "pearson", "spearman")
 def accuracy(labels, predictions):
     """Share of predictions equal to the labels.
 
-    Example:
-    >>> accuracy([0, 1, 1, 0], [0, 1, 0, 0])
-    0.75
+    Examples:
+        >>> accuracy([0, 1, 1, 0], [0, 1, 0, 0])
+        0.75
     """
     labels, predictions = np.asarray(labels), np.asarray(predictions)
     return float(np.mean(labels == predictions)) if labels.size else 0.0
@@ -34,9 +34,9 @@ def _confusion(labels, predictions, positive=1):
 def f1(labels, predictions, positive=1):
     """F1 of the positive class (GLUE MRPC/QQP: class 1).
 
-    Example:
-    >>> round(f1([1, 1, 0, 0, 1], [1, 0, 1, 0, 1]), 4)
-    0.6667
+    Examples:
+        >>> round(f1([1, 1, 0, 0, 1], [1, 0, 1, 0, 1]), 4)
+        0.6667
     """
     tp, fp, fn, _ = _confusion(labels, predictions, positive)
     return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
@@ -45,9 +45,9 @@ def f1(labels, predictions, positive=1):
 def mcc(labels, predictions):
     """Matthews correlation coefficient of binary labels (GLUE CoLA).
 
-    Example:
-    >>> round(mcc([1, 1, 0, 0, 1], [1, 0, 1, 0, 1]), 4)
-    0.1667
+    Examples:
+        >>> round(mcc([1, 1, 0, 0, 1], [1, 0, 1, 0, 1]), 4)
+        0.1667
     """
     tp, fp, fn, tn = _confusion(labels, predictions)
     denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
@@ -57,9 +57,9 @@ def mcc(labels, predictions):
 def pearson(labels, predictions):
     """Pearson correlation (GLUE STS-B).
 
-    Example:
-    >>> round(pearson([1.0, 2.0, 3.0], [2.0, 4.0, 7.0]), 4)
-    0.9934
+    Examples:
+        >>> round(pearson([1.0, 2.0, 3.0], [2.0, 4.0, 7.0]), 4)
+        0.9934
     """
     x = np.asarray(labels, np.float64)
     y = np.asarray(predictions, np.float64)
@@ -85,9 +85,9 @@ def _ranks(values):
 def spearman(labels, predictions):
     """Spearman rank correlation, ties averaged (GLUE STS-B).
 
-    Example:
-    >>> spearman([1.0, 2.0, 3.0], [2.0, 4.0, 7.0])
-    1.0
+    Examples:
+        >>> spearman([1.0, 2.0, 3.0], [2.0, 4.0, 7.0])
+        1.0
     """
     return pearson(_ranks(labels), _ranks(predictions))
 
@@ -104,9 +104,9 @@ def compute(names, labels, predictions):
         labels: class ids (or scores for regression).
         predictions: predicted class ids (or scores).
 
-    Example:
-    >>> compute(("accuracy", "f1"), [1, 0, 1], [1, 1, 1])
-    {'accuracy': 0.6666666666666666, 'f1': 0.8}
+    Examples:
+        >>> compute(("accuracy", "f1"), [1, 0, 1], [1, 1, 1])
+        {'accuracy': 0.6666666666666666, 'f1': 0.8}
     """
     unknown = [n for n in names if n not in _FUNCTIONS]
     if unknown:

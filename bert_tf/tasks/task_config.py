@@ -88,19 +88,19 @@ def read_task_config(cls, data, where="task", spec=False):
         where: the mapping's place, for messages (a section or a file).
         spec: `data` is a saved spec, which may hold the run's fields.
 
-    Example:
-    >>> @dataclasses.dataclass
-    ... class Toy(TaskConfig):
-    ...     data_names = ("local",)
-    ...     size: int = 1
-    >>> read_task_config(Toy, {"name": "local", "train_file": "t.tsv",
-    ...                        "size": 2}).size
-    2
-    >>> read_task_config(Toy, {"name": "local", "sise": 2})
-    ... # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: Unknown config key 'task.sise'; valid keys under 'task': ...
+    Examples:
+        >>> @dataclasses.dataclass
+        ... class Toy(TaskConfig):
+        ...     data_names = ("local",)
+        ...     size: int = 1
+        >>> read_task_config(Toy, {"name": "local", "train_file": "t.tsv",
+        ...                        "size": 2}).size
+        2
+        >>> read_task_config(Toy, {"name": "local", "sise": 2})
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown config key 'task.sise'; valid keys under 'task': ...
     """
     data = dict(data or {})
     if not spec:

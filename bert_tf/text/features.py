@@ -19,12 +19,12 @@ def legacy_seq_length(kwargs, seq_length, owner):
     `kwargs` (the name before one word per idea; old saved layer configs
     and callers still pass it), with a warning.
 
-    Example:
-    >>> import warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     legacy_seq_length({"sequence_length": 64}, 128, "BertPacker")
-    64
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     legacy_seq_length({"sequence_length": 64}, 128, "BertPacker")
+        64
     """
     if "sequence_length" not in kwargs:
         return seq_length
@@ -44,9 +44,9 @@ LENGTH_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 def bucket_lengths(seq_length):
     """The buckets of `seq_length` (the last is `seq_length` itself).
 
-    Example:
-    >>> bucket_lengths(64), bucket_lengths(100)
-    ((8, 16, 24, 32, 48, 64), (8, 16, 24, 32, 48, 64, 96, 100))
+    Examples:
+        >>> bucket_lengths(64), bucket_lengths(100)
+        ((8, 16, 24, 32, 48, 64), (8, 16, 24, 32, 48, 64, 96, 100))
     """
     return tuple(b for b in LENGTH_BUCKETS if b < seq_length) + (
         seq_length,)
@@ -62,12 +62,12 @@ def cut_to_longest(features, keys=INPUT_NAMES):
     sentences (27 tokens go to 32; `benchmarks/bucket_rounding.py`); new
     shapes cost nothing to trace in a SavedModel's graph.
 
-    Example:
-    >>> import tensorflow as tf
-    >>> mask = tf.constant([[1] * 10 + [0] * 22, [1] * 7 + [0] * 25])
-    >>> cut = cut_to_longest({"input_mask": mask}, ["input_mask"])
-    >>> cut["input_mask"].shape.as_list()
-    [2, 10]
+    Examples:
+        >>> import tensorflow as tf
+        >>> mask = tf.constant([[1] * 10 + [0] * 22, [1] * 7 + [0] * 25])
+        >>> cut = cut_to_longest({"input_mask": mask}, ["input_mask"])
+        >>> cut["input_mask"].shape.as_list()
+        [2, 10]
     """
     import tensorflow as tf
 

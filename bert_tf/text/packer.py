@@ -109,14 +109,14 @@ class BertPacker(keras.layers.Layer):
         a dict of int32 tensors [batch, seq_length] (or
         [seq_length] for an unbatched example).
 
-    Example:
-    >>> packer = BertPacker(seq_length=8, cls_id=101, sep_id=102)
-    >>> out = packer((tf.ragged.constant([[7, 8, 9]]),
-    ...               tf.ragged.constant([[5, 6]])))
-    >>> out["input_word_ids"].numpy().tolist()
-    [[101, 7, 8, 9, 102, 5, 6, 102]]
-    >>> out["input_type_ids"].numpy().tolist()
-    [[0, 0, 0, 0, 0, 1, 1, 1]]
+    Examples:
+        >>> packer = BertPacker(seq_length=8, cls_id=101, sep_id=102)
+        >>> out = packer((tf.ragged.constant([[7, 8, 9]]),
+        ...               tf.ragged.constant([[5, 6]])))
+        >>> out["input_word_ids"].numpy().tolist()
+        [[101, 7, 8, 9, 102, 5, 6, 102]]
+        >>> out["input_type_ids"].numpy().tolist()
+        [[0, 0, 0, 0, 0, 1, 1, 1]]
     """
 
     def __init__(self, seq_length=None, cls_id=None, sep_id=None, pad_id=0,

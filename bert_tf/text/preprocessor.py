@@ -26,13 +26,13 @@ class BertPreprocessor(keras.layers.Layer):
     Call args:
         text: tf.string [batch] (or scalar), or a tuple `(text_a, text_b)`.
 
-    Example:
-    >>> import tensorflow as tf
-    >>> pre = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...                         "hi", "there"], seq_length=6)
-    >>> pre((tf.constant(["Hi"]), tf.constant(["there"])))[
-    ...     "input_word_ids"].numpy().tolist()
-    [[2, 5, 3, 6, 3, 0]]
+    Examples:
+        >>> import tensorflow as tf
+        >>> pre = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+        ...                         "hi", "there"], seq_length=6)
+        >>> pre((tf.constant(["Hi"]), tf.constant(["there"])))[
+        ...     "input_word_ids"].numpy().tolist()
+        [[2, 5, 3, 6, 3, 0]]
     """
 
     def __init__(self, vocabulary, seq_length=128, lower_case=None,

@@ -37,9 +37,9 @@ def normalize_text(text, lower_case=True, strip_accents=None):
         strip_accents: NFD-decompose and drop combining marks; defaults to
             `lower_case`, as in the original.
 
-    Example:
-    >>> normalize_text(tf.constant("Café\\x00 Déjà")).numpy().decode()
-    'cafe deja'
+    Examples:
+        >>> normalize_text(tf.constant("Café\\x00 Déjà")).numpy().decode()
+        'cafe deja'
     """
     strip_accents = lower_case if strip_accents is None else strip_accents
     text = tf.strings.unicode_transcode(
@@ -96,11 +96,11 @@ class BertTokenizer(keras.layers.Layer):
         int32 ids, a RaggedTensor [batch, (tokens)] (a 1-D Tensor for a
         scalar input).
 
-    Example:
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
-    ...                            "[MASK]", "hello", "world", "##s", "!"])
-    >>> tokenizer(tf.constant(["Hello worlds!"])).to_list()
-    [[5, 6, 7, 8]]
+    Examples:
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+        ...                            "[MASK]", "hello", "world", "##s", "!"])
+        >>> tokenizer(tf.constant(["Hello worlds!"])).to_list()
+        [[5, 6, 7, 8]]
     """
 
     def __init__(self, vocabulary, lower_case=None, strip_accents=None,
@@ -173,13 +173,13 @@ class BertTokenizer(keras.layers.Layer):
         Returns:
             (ids, starts, ends), each a RaggedTensor [batch, (tokens)].
 
-        Example:
-        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
-        ...                            "[MASK]", "cafe", "ole"])
-        >>> ids, starts, ends = tokenizer.tokenize_with_offsets(
-        ...     tf.constant(["Café Olé"]))
-        >>> ids.to_list(), starts.to_list(), ends.to_list()
-        ([[5, 6]], [[0, 6]], [[5, 10]])
+        Examples:
+            >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+            ...                            "[MASK]", "cafe", "ole"])
+            >>> ids, starts, ends = tokenizer.tokenize_with_offsets(
+            ...     tf.constant(["Café Olé"]))
+            >>> ids.to_list(), starts.to_list(), ends.to_list()
+            ([[5, 6]], [[0, 6]], [[5, 10]])
         """
         text = tf.convert_to_tensor(text, dtype=tf.string)
         scalar = text.shape.rank == 0
@@ -258,12 +258,12 @@ def byte_to_char_offsets(text, byte_starts, byte_ends):
         code points of the text decoded as UTF-8 (invalid bytes count as
         one replacement character each, as the tokenizer reads them).
 
-    Example:
-    >>> starts, ends = byte_to_char_offsets(
-    ...     tf.constant(["héllo wörld"]), tf.ragged.constant([[0, 7]]),
-    ...     tf.ragged.constant([[6, 13]]))
-    >>> starts.to_list(), ends.to_list()
-    ([[0, 6]], [[5, 11]])
+    Examples:
+        >>> starts, ends = byte_to_char_offsets(
+        ...     tf.constant(["héllo wörld"]), tf.ragged.constant([[0, 7]]),
+        ...     tf.ragged.constant([[6, 13]]))
+        >>> starts.to_list(), ends.to_list()
+        ([[0, 6]], [[5, 11]])
     """
     _, char_bytes = tf.strings.unicode_decode_with_offsets(
         text, "UTF-8", errors="replace", replacement_char=0xFFFD)

@@ -18,10 +18,10 @@ class Vocab:
         tokens: the tokens, index = id.
         path: the file it was read from (or None).
 
-    Example:
-    >>> vocab = Vocab(("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"))
-    >>> vocab.cls_id, vocab.size, vocab.is_cased
-    (2, 6, False)
+    Examples:
+        >>> vocab = Vocab(("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"))
+        >>> vocab.cls_id, vocab.size, vocab.is_cased
+        (2, 6, False)
     """
 
     tokens: tuple
@@ -109,12 +109,12 @@ def read_vocab(path):
     Returns:
         a `Vocab`.
 
-    Example:
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nhi\\n")
-    >>> read_vocab(path).size
-    6
+    Examples:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+        >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nhi\\n")
+        >>> read_vocab(path).size
+        6
     """
     path = GPath(path)
     if not path.is_file():

@@ -27,11 +27,11 @@ def learn_vocab(sentences, size, lower_case=True, min_count=5,
     Returns:
         a `Vocab`.
 
-    Example:
-    >>> vocab = learn_vocab(["the cat sat", "the dog sat"] * 50, size=40,
-    ...                     min_count=1)
-    >>> "cat" in vocab.tokens and vocab.tokens[:2]
-    ('[PAD]', '[UNK]')
+    Examples:
+        >>> vocab = learn_vocab(["the cat sat", "the dog sat"] * 50, size=40,
+        ...                     min_count=1)
+        >>> "cat" in vocab.tokens and vocab.tokens[:2]
+        ('[PAD]', '[UNK]')
     """
     import tensorflow as tf
     from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset

@@ -25,12 +25,12 @@ def stride_windows(lengths, room, stride):
         row), `pieces` (ragged int64 [W, (n)], those piece indices) and
         `is_max` (ragged bool [W, (n)]).
 
-    Example:
-    >>> w = stride_windows(tf.constant([5, 2], tf.int64), 3, 2)
-    >>> w["pieces"].to_list(), w["example"].numpy().tolist()
-    ([[0, 1, 2], [2, 3, 4], [0, 1]], [0, 0, 1])
-    >>> w["is_max"].to_list()
-    [[True, True, True], [False, True, True], [True, True]]
+    Examples:
+        >>> w = stride_windows(tf.constant([5, 2], tf.int64), 3, 2)
+        >>> w["pieces"].to_list(), w["example"].numpy().tolist()
+        ([[0, 1, 2], [2, 3, 4], [0, 1]], [0, 0, 1])
+        >>> w["is_max"].to_list()
+        [[True, True, True], [False, True, True], [True, True]]
     """
     lengths = tf.cast(lengths, tf.int64)
     room = tf.broadcast_to(tf.cast(room, tf.int64), tf.shape(lengths))

@@ -47,18 +47,18 @@ class TaggingPreprocessor(keras.layers.Layer):
         (int32 [B]), `word_char_start`, `word_char_end`, `word_byte_start`,
         `word_byte_end` (int32 [B, N], -1 padded).
 
-    Example:
-    >>> pre = TaggingPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
-    ...                            "[MASK]", "ann", "lives", "in", "oslo",
-    ...                            "##w"], seq_length=8)
-    >>> out = pre(tf.constant(["Ann lives in Oslow"]),
-    ...           tf.ragged.constant([[1, 0, 0, 3]]))
-    >>> out["input_word_ids"].numpy().tolist()
-    [[2, 5, 6, 7, 8, 9, 3, 0]]
-    >>> out["word_index"].numpy().tolist()
-    [[-1, 0, 1, 2, 3, -1, -1, -1]]
-    >>> out["labels"].numpy().tolist(), out["label_weights"].numpy().tolist()
-    ([[0, 1, 0, 0, 3, 0, 0, 0]], [[0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]])
+    Examples:
+        >>> pre = TaggingPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+        ...                            "[MASK]", "ann", "lives", "in", "oslo",
+        ...                            "##w"], seq_length=8)
+        >>> out = pre(tf.constant(["Ann lives in Oslow"]),
+        ...           tf.ragged.constant([[1, 0, 0, 3]]))
+        >>> out["input_word_ids"].numpy().tolist()
+        [[2, 5, 6, 7, 8, 9, 3, 0]]
+        >>> out["word_index"].numpy().tolist()
+        [[-1, 0, 1, 2, 3, -1, -1, -1]]
+        >>> out["labels"].numpy().tolist(), out["label_weights"].numpy().tolist()
+        ([[0, 1, 0, 0, 3, 0, 0, 0]], [[0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]])
     """
 
     def __init__(self, vocabulary, seq_length=128, doc_stride=64,

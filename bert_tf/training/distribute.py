@@ -18,9 +18,9 @@ def create_strategy(kind="default", devices=None, tpu=None):
         devices: device names for `one_device` / `mirrored`.
         tpu: TPU name or grpc address for `tpu` ("" or "local" for a TPU VM).
 
-    Example:
-    >>> create_strategy("default").num_replicas_in_sync
-    1
+    Examples:
+        >>> create_strategy("default").num_replicas_in_sync
+        1
     """
     if kind == "default":
         return tf.distribute.get_strategy()

@@ -24,11 +24,11 @@ NO_DECAY = ("gamma", "beta", "bias")
 class WarmUpPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up to `peak`, then polynomial decay to `end`.
 
-    Example:
-    >>> schedule = WarmUpPolynomialDecay(1e-4, warmup_steps=10,
-    ...                                  decay_steps=110)
-    >>> [round(float(schedule(s)), 7) for s in (0, 5, 10, 60, 110, 200)]
-    [0.0, 5e-05, 0.0001, 5e-05, 0.0, 0.0]
+    Examples:
+        >>> schedule = WarmUpPolynomialDecay(1e-4, warmup_steps=10,
+        ...                                  decay_steps=110)
+        >>> [round(float(schedule(s)), 7) for s in (0, 5, 10, 60, 110, 200)]
+        [0.0, 5e-05, 0.0001, 5e-05, 0.0, 0.0]
     """
 
     def __init__(self, peak, warmup_steps, decay_steps, end=0.0, power=1.0):
@@ -70,16 +70,16 @@ class FusedAdamW(keras.optimizers.AdamW):
     every tf.distribute strategy, with gradient accumulation, clipping and
     loss scaling like its parent; `amsgrad` is not supported.
 
-    Example:
-    >>> import numpy as np
-    >>> weights = keras.Variable(np.ones((2, 3), "float32"), name="kernel")
-    >>> bias = keras.Variable(np.ones((3,), "float32"), name="bias")
-    >>> opt = FusedAdamW(0.1, weight_decay=0.5)
-    >>> opt.exclude_from_weight_decay(var_names=["bias"])
-    >>> _ = opt.apply_gradients([(np.ones((2, 3), "float32"), weights),
-    ...                          (np.ones((3,), "float32"), bias)])
-    >>> round(float(weights[0, 0]), 4), round(float(bias[0]), 4)
-    (0.85, 0.9)
+    Examples:
+        >>> import numpy as np
+        >>> weights = keras.Variable(np.ones((2, 3), "float32"), name="kernel")
+        >>> bias = keras.Variable(np.ones((3,), "float32"), name="bias")
+        >>> opt = FusedAdamW(0.1, weight_decay=0.5)
+        >>> opt.exclude_from_weight_decay(var_names=["bias"])
+        >>> _ = opt.apply_gradients([(np.ones((2, 3), "float32"), weights),
+        ...                          (np.ones((3,), "float32"), bias)])
+        >>> round(float(weights[0, 0]), 4), round(float(bias[0]), 4)
+        (0.85, 0.9)
     """
 
     def __init__(self, *args, amsgrad=False, **kwargs):
@@ -201,11 +201,11 @@ def split_clipping(config, mixed_precision):
     partial gradient); fp16 loss scaling needs the optimizer to clip the
     unscaled gradient, so then the optimizer keeps it.
 
-    Example:
-    >>> from bert_tf.config import OptimizerConfig
-    >>> opt, clip = split_clipping(OptimizerConfig(clipnorm=1.0), "float32")
-    >>> opt.clipnorm, clip
-    (0.0, 1.0)
+    Examples:
+        >>> from bert_tf.config import OptimizerConfig
+        >>> opt, clip = split_clipping(OptimizerConfig(clipnorm=1.0), "float32")
+        >>> opt.clipnorm, clip
+        (0.0, 1.0)
     """
     if mixed_precision == "mixed_float16":
         return config, None
@@ -218,12 +218,12 @@ def create_optimizer(config):
     Under the `mixed_float16` global policy it is wrapped in a
     `LossScaleOptimizer`; `mixed_bfloat16` needs no loss scaling.
 
-    Example:
-    >>> from bert_tf.config import OptimizerConfig
-    >>> opt = create_optimizer(OptimizerConfig(warmup_steps=10,
-    ...                                        decay_steps=100))
-    >>> type(opt).__name__
-    'FusedAdamW'
+    Examples:
+        >>> from bert_tf.config import OptimizerConfig
+        >>> opt = create_optimizer(OptimizerConfig(warmup_steps=10,
+        ...                                        decay_steps=100))
+        >>> type(opt).__name__
+        'FusedAdamW'
     """
     config.validate()
     schedule = WarmUpPolynomialDecay(

@@ -17,9 +17,9 @@ def cpu_bf16_flags(cpuinfo="/proc/cpuinfo"):
     """The CPU flags of native bf16 arithmetic this machine has (Linux;
     none where /proc/cpuinfo cannot be read).
 
-    Example:
-    >>> cpu_bf16_flags("/nonexistent")
-    []
+    Examples:
+        >>> cpu_bf16_flags("/nonexistent")
+        []
     """
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
@@ -59,12 +59,12 @@ def training_policy(name, log=print, cpuinfo="/proc/cpuinfo",
     wide), `float32` otherwise (logged); other names pass through.
     `accelerator`: (present, native bf16), found when None.
 
-    Example:
-    >>> training_policy("float32")
-    'float32'
-    >>> training_policy("auto", log=lambda line: None, cpuinfo="/nonexistent",
-    ...                 accelerator=(False, False))
-    'float32'
+    Examples:
+        >>> training_policy("float32")
+        'float32'
+        >>> training_policy("auto", log=lambda line: None, cpuinfo="/nonexistent",
+        ...                 accelerator=(False, False))
+        'float32'
     """
     if name != "auto":
         return name

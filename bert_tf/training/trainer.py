@@ -77,31 +77,31 @@ class Trainer:
             checkpoints (False for input that cannot be saved, such as
             the tf.data service's).
 
-    Example:
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> from bert_tf.tasks.classification.model import BertClassifier
-    >>> def model_fn():
-    ...     model = BertClassifier(BertEncoder(vocab_size=20, hidden_size=8,
-    ...         num_layers=1, num_heads=2, intermediate_size=16), 2)
-    ...     model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
-    ...         from_logits=True))
-    ...     return model
-    >>> def dataset_fn(context):
-    ...     x = {"input_word_ids": tf.ones([4, 6], tf.int32),
-    ...          "input_mask": tf.ones([4, 6], tf.int32),
-    ...          "input_type_ids": tf.zeros([4, 6], tf.int32)}
-    ...     return tf.data.Dataset.from_tensors((x, tf.ones([4]))).repeat()
-    >>> trainer = Trainer(
-    ...     tf.distribute.get_strategy(), model_fn,
-    ...     lambda: keras.optimizers.AdamW(0.01), dataset_fn,
-    ...     TrainerConfig(model_dir=str(example_files.tmp / "trainer"),
-    ...                   train_steps=4, steps_per_loop=2), log=print)
-    >>> import contextlib, io
-    >>> with contextlib.redirect_stdout(io.StringIO()) as progress:
-    ...     results = trainer.train()
-    >>> results["loss"] < 0.69, progress.getvalue().splitlines()[-1]
-    ... # doctest: +ELLIPSIS
-    (True, 'wrote checkpoint ...trainer/checkpoints/ckpt-4')
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> from bert_tf.tasks.classification.model import BertClassifier
+        >>> def model_fn():
+        ...     model = BertClassifier(BertEncoder(vocab_size=20, hidden_size=8,
+        ...         num_layers=1, num_heads=2, intermediate_size=16), 2)
+        ...     model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+        ...         from_logits=True))
+        ...     return model
+        >>> def dataset_fn(context):
+        ...     x = {"input_word_ids": tf.ones([4, 6], tf.int32),
+        ...          "input_mask": tf.ones([4, 6], tf.int32),
+        ...          "input_type_ids": tf.zeros([4, 6], tf.int32)}
+        ...     return tf.data.Dataset.from_tensors((x, tf.ones([4]))).repeat()
+        >>> trainer = Trainer(
+        ...     tf.distribute.get_strategy(), model_fn,
+        ...     lambda: keras.optimizers.AdamW(0.01), dataset_fn,
+        ...     TrainerConfig(model_dir=str(example_files.tmp / "trainer"),
+        ...                   train_steps=4, steps_per_loop=2), log=print)
+        >>> import contextlib, io
+        >>> with contextlib.redirect_stdout(io.StringIO()) as progress:
+        ...     results = trainer.train()
+        >>> results["loss"] < 0.69, progress.getvalue().splitlines()[-1]
+        ... # doctest: +ELLIPSIS
+        (True, 'wrote checkpoint ...trainer/checkpoints/ckpt-4')
     """
 
     def __init__(self, strategy, model_fn, optimizer_fn, train_dataset_fn,

@@ -29,15 +29,16 @@ def make_digests(texts, labels, count, rng, snippets=SNIPPETS,
                  majorities=MAJORITIES):
     """`count` digests of `snippets` texts each: (digest texts, labels).
 
-    Example:
-    >>> texts = [f"good {i}." for i in range(20)] + [
-    ...     f"bad {i}." for i in range(20)]
-    >>> labels = np.array([1] * 20 + [0] * 20)
-    >>> digests, y = make_digests(texts, labels, 2, np.random.default_rng(0),
-    ...                           snippets=5, majorities=(3,))
-    >>> [(d.count("good"), d.count("bad"), int(label))
-    ...  for d, label in zip(digests, y)]
-    [(2, 3, 0), (2, 3, 0)]
+    Examples:
+        >>> texts = [f"good {i}." for i in range(20)] + [
+        ...     f"bad {i}." for i in range(20)]
+        >>> labels = np.array([1] * 20 + [0] * 20)
+        >>> digests, y = make_digests(texts, labels, 2, np.random.default_rng(0),
+        ...                           snippets=5, majorities=(3,))
+        >>> [(max(d.count("good"), d.count("bad")),
+        ...   (d.count("good") > 2) == bool(label))
+        ...  for d, label in zip(digests, y)]
+        [(3, True), (3, True)]
     """
     by_label = [np.flatnonzero(labels == k) for k in (0, 1)]
     digests, digest_labels = [], []
@@ -57,10 +58,10 @@ def make_digests(texts, labels, count, rng, snippets=SNIPPETS,
 def load_rt_digests(cache=None, seed=0):
     """The critic digests as a binary `TaskData` (see the module docstring).
 
-    Example:
-    >>> task = load_rt_digests()
-    >>> task.sizes
-    {'train': 800, 'validation': 200, 'test': 500}
+    Examples:
+        >>> task = load_rt_digests()
+        >>> task.sizes
+        {'train': 800, 'validation': 200, 'test': 500}
     """
     splits, sizes = {}, {}
     for number, (split, (texts, labels)) in enumerate(

@@ -59,10 +59,10 @@ def load_glue(name, data_dir=None):
         name: one of `GLUE_TASKS`.
         data_dir: TFDS data directory (default: TFDS's).
 
-    Example:
-    >>> task = load_glue("mrpc")  # TFDS download  # doctest: +SKIP
-    >>> GLUE_TASKS["mrpc"].labels, GLUE_TASKS["mrpc"].metrics
-    (('not_equivalent', 'equivalent'), ('f1', 'accuracy'))
+    Examples:
+        >>> task = load_glue("mrpc")  # TFDS download  # doctest: +SKIP
+        >>> GLUE_TASKS["mrpc"].labels, GLUE_TASKS["mrpc"].metrics
+        (('not_equivalent', 'equivalent'), ('f1', 'accuracy'))
     """
     import tensorflow_datasets as tfds
 

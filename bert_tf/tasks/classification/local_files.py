@@ -26,12 +26,12 @@ def load_local(train, validation=None, test=None, text="text", text_b="",
         fmt: `tsv`, `csv` or `jsonl` (default: from the file name).
         name: the task's name.
 
-    Example:
-    >>> files = example_files.toy_task()
-    >>> task = load_local(files / "train.tsv", files / "dev.tsv",
-    ...                   text="sentence", label="label")
-    >>> task.labels, task.size("validation")
-    (('negative', 'positive'), 64)
+    Examples:
+        >>> files = example_files.toy_task()
+        >>> task = load_local(files / "train.tsv", files / "dev.tsv",
+        ...                   text="sentence", label="label")
+        >>> task.labels, task.size("validation")
+        (('negative', 'positive'), 64)
     """
     paths = {"train": train, "validation": validation, "test": test}
     paths = {k: v for k, v in paths.items() if v}

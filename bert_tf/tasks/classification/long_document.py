@@ -44,13 +44,13 @@ class DocumentWindows(keras.layers.Layer):
         `window_document` int32 [windows] and `windows` int32 [batch] (the
         count per text).
 
-    Example:
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
-    >>> x = DocumentWindows(vocab, seq_length=4)(tf.constant(["a b a", "b"]))
-    >>> x["input_word_ids"].numpy().tolist()
-    [[2, 5, 6, 3], [2, 5, 3, 0], [2, 6, 3, 0]]
-    >>> x["window_document"].numpy().tolist(), x["windows"].numpy().tolist()
-    ([0, 0, 1], [2, 1])
+    Examples:
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
+        >>> x = DocumentWindows(vocab, seq_length=4)(tf.constant(["a b a", "b"]))
+        >>> x["input_word_ids"].numpy().tolist()
+        [[2, 5, 6, 3], [2, 5, 3, 0], [2, 6, 3, 0]]
+        >>> x["window_document"].numpy().tolist(), x["windows"].numpy().tolist()
+        ([0, 0, 1], [2, 1])
     """
 
     def __init__(self, vocabulary, seq_length=512, doc_stride=0,

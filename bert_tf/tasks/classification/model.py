@@ -31,19 +31,19 @@ class BertClassifier(TaskModel):
             `max` or `attention` (a learned score per window). None: one
             row, one text.
 
-    Example:
-    >>> import numpy as np, keras
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> model = BertClassifier(BertEncoder.from_preset("bert_tiny"), 2)
-    >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
-    ...      "input_mask": np.ones((4, 8), "int32"),
-    ...      "input_type_ids": np.zeros((4, 8), "int32")}
-    >>> model.compile(optimizer=keras.optimizers.AdamW(2e-5),
-    ...               loss=keras.losses.SparseCategoricalCrossentropy(
-    ...                   from_logits=True), metrics=["accuracy"])
-    >>> history = model.fit(x, np.array([0, 1, 0, 1]), epochs=2, verbose=0)
-    >>> model.predict(x, verbose=0).shape
-    (4, 2)
+    Examples:
+        >>> import numpy as np, keras
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> model = BertClassifier(BertEncoder.from_preset("bert_tiny"), 2)
+        >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
+        ...      "input_mask": np.ones((4, 8), "int32"),
+        ...      "input_type_ids": np.zeros((4, 8), "int32")}
+        >>> model.compile(optimizer=keras.optimizers.AdamW(2e-5),
+        ...               loss=keras.losses.SparseCategoricalCrossentropy(
+        ...                   from_logits=True), metrics=["accuracy"])
+        >>> history = model.fit(x, np.array([0, 1, 0, 1]), epochs=2, verbose=0)
+        >>> model.predict(x, verbose=0).shape
+        (4, 2)
     """
 
     CHECKPOINT_ROOT = "classifier"

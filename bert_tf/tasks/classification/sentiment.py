@@ -18,10 +18,10 @@ def load_rt_sentiment(cache=None, seed=0):
         cache: sample cache directory.
         seed: the split's shuffle seed (0 is the documented split).
 
-    Example:
-    >>> task = load_rt_sentiment()
-    >>> task.sizes
-    {'train': 8454, 'validation': 1057, 'test': 1057}
+    Examples:
+        >>> task = load_rt_sentiment()
+        >>> task.sizes
+        {'train': 8454, 'validation': 1057, 'test': 1057}
     """
     splits, sizes = {}, {}
     for split, (texts, labels) in rt_splits(cache, seed).items():

@@ -185,10 +185,10 @@ def load_classifier(directory, dtype=None):
     """(model, spec, vocab) from a fine-tuning run's `best/` directory (or
     the run directory holding it).
 
-    Example:
-    >>> model, spec, vocab = load_classifier(example_files.finetuned())
-    >>> spec.labels
-    ['negative', 'positive']
+    Examples:
+        >>> model, spec, vocab = load_classifier(example_files.finetuned())
+        >>> spec.labels
+        ['negative', 'positive']
     """
     best, spec = read_spec(directory)
     if spec.kind != Classification.kind:

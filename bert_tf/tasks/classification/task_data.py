@@ -88,15 +88,15 @@ def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
             the outputs of a model do not depend on padding). Not for XLA
             or TPUs, which want one shape.
 
-    Example:
-    >>> from bert_tf.tasks.classification.local_files import load_local
-    >>> from bert_tf.text.preprocessor import BertPreprocessor
-    >>> files = example_files.toy_task()
-    >>> task = load_local(files / "train.tsv", text="sentence")
-    >>> preprocessor = BertPreprocessor(str(files / "vocab.txt"), 16)
-    >>> x, y = next(iter(task_dataset(task, "train", preprocessor, 8)))
-    >>> tuple(x["input_word_ids"].shape), tuple(y.shape)
-    ((8, 16), (8,))
+    Examples:
+        >>> from bert_tf.tasks.classification.local_files import load_local
+        >>> from bert_tf.text.preprocessor import BertPreprocessor
+        >>> files = example_files.toy_task()
+        >>> task = load_local(files / "train.tsv", text="sentence")
+        >>> preprocessor = BertPreprocessor(str(files / "vocab.txt"), 16)
+        >>> x, y = next(iter(task_dataset(task, "train", preprocessor, 8)))
+        >>> tuple(x["input_word_ids"].shape), tuple(y.shape)
+        ((8, 16), (8,))
     """
     dataset = task.split(split)
     pipelines = input_context.num_input_pipelines if input_context else 1

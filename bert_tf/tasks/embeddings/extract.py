@@ -64,14 +64,14 @@ def combine_layers(states, choice, weights=None):
         weights: for `weighted_sum_all`, L + 1 scores whose softmax weighs
             the states (default: equal weights, the mean).
 
-    Example:
-    >>> states = [tf.fill([1, 2], float(i)) for i in range(5)]
-    >>> combine_layers(states, "sum_last_four").numpy().tolist()
-    [[10.0, 10.0]]
-    >>> combine_layers(states, "concat_last_four").shape
-    TensorShape([1, 8])
-    >>> float(combine_layers(states, "weighted_sum_all")[0, 0])
-    2.0
+    Examples:
+        >>> states = [tf.fill([1, 2], float(i)) for i in range(5)]
+        >>> combine_layers(states, "sum_last_four").numpy().tolist()
+        [[10.0, 10.0]]
+        >>> combine_layers(states, "concat_last_four").shape
+        TensorShape([1, 8])
+        >>> float(combine_layers(states, "weighted_sum_all")[0, 0])
+        2.0
     """
     check_layers(choice, len(states) - 1)
     if choice == "embeddings":
@@ -158,14 +158,14 @@ class SentenceEmbedder:
             uses 256 for all-MiniLM-L6-v2).
         normalize: L2-normalise (as all-MiniLM-L6-v2's last module does).
 
-    Example:
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"]
-    >>> encoder = BertEncoder(vocab_size=6, hidden_size=8, num_layers=1,
-    ...                       num_heads=2, intermediate_size=16)
-    >>> vectors = SentenceEmbedder(encoder, vocab)(["hi", "hi hi", ""])
-    >>> vectors.shape, round(float(np.linalg.norm(vectors[0])), 4)
-    ((3, 8), 1.0)
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"]
+        >>> encoder = BertEncoder(vocab_size=6, hidden_size=8, num_layers=1,
+        ...                       num_heads=2, intermediate_size=16)
+        >>> vectors = SentenceEmbedder(encoder, vocab)(["hi", "hi hi", ""])
+        >>> vectors.shape, round(float(np.linalg.norm(vectors[0])), 4)
+        ((3, 8), 1.0)
     """
 
     def __init__(self, encoder, vocabulary, seq_length=256,
@@ -192,14 +192,14 @@ class FeatureExtractor:
         layers: one of `LAYER_CHOICES` or `layer_N`.
         seq_length, doc_stride: the windows long texts go through.
 
-    Example:
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you"]
-    >>> encoder = BertEncoder(vocab_size=7, hidden_size=8, num_layers=2,
-    ...                       num_heads=2, intermediate_size=16)
-    >>> out = FeatureExtractor(encoder, vocab, "all")(["hi  you", ""])
-    >>> out[0]["features"].shape, out[0]["start"].tolist(), len(out[1]["words"])
-    ((2, 3, 8), [0, 4], 0)
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you"]
+        >>> encoder = BertEncoder(vocab_size=7, hidden_size=8, num_layers=2,
+        ...                       num_heads=2, intermediate_size=16)
+        >>> out = FeatureExtractor(encoder, vocab, "all")(["hi  you", ""])
+        >>> out[0]["features"].shape, out[0]["start"].tolist(), len(out[1]["words"])
+        ((2, 3, 8), [0, 4], 0)
     """
 
     def __init__(self, encoder, vocabulary, layers="concat_last_four",

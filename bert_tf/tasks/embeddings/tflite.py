@@ -16,15 +16,15 @@ class EmbeddingTFLiteModule(tf.Module):
     `normalize`), every text truncated to `seq_length` pieces and run at
     that length (TFLite has no padding cut).
 
-    Example:
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> from bert_tf.text.vocab import read_vocab
-    >>> vocab = read_vocab(example_files.toy_task() / "vocab.txt")
-    >>> encoder = BertEncoder(vocab_size=vocab.size, hidden_size=8,
-    ...                       num_layers=1, num_heads=2, intermediate_size=16)
-    >>> module = EmbeddingTFLiteModule(encoder, vocab, seq_length=16)
-    >>> module.serve(tf.constant(["the film", ""]))["embedding"].shape
-    TensorShape([2, 8])
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> from bert_tf.text.vocab import read_vocab
+        >>> vocab = read_vocab(example_files.toy_task() / "vocab.txt")
+        >>> encoder = BertEncoder(vocab_size=vocab.size, hidden_size=8,
+        ...                       num_layers=1, num_heads=2, intermediate_size=16)
+        >>> module = EmbeddingTFLiteModule(encoder, vocab, seq_length=16)
+        >>> module.serve(tf.constant(["the film", ""]))["embedding"].shape
+        TensorShape([2, 8])
     """
 
     def __init__(self, encoder, vocab, seq_length, normalize=True,

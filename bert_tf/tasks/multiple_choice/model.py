@@ -14,10 +14,10 @@ class FlattenChoices(keras.layers.Layer):
     """[batch, choices, seq] -> [batch * choices, seq] (multiple choice:
     every choice is one encoder row).
 
-    Example:
-    >>> import numpy as np
-    >>> tuple(FlattenChoices()(np.zeros((2, 4, 8), "int32")).shape)
-    (8, 8)
+    Examples:
+        >>> import numpy as np
+        >>> tuple(FlattenChoices()(np.zeros((2, 4, 8), "int32")).shape)
+        (8, 8)
     """
 
     def call(self, inputs):
@@ -34,11 +34,11 @@ class ChoiceLogits(keras.layers.Layer):
     """One score per row [batch * choices, 1] -> [batch, choices] logits,
     shaped like `choices_like` [batch, choices, ...].
 
-    Example:
-    >>> import numpy as np
-    >>> scores = np.arange(6, dtype="float32").reshape(6, 1)
-    >>> ChoiceLogits()(scores, np.zeros((2, 3, 5))).numpy().tolist()
-    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    Examples:
+        >>> import numpy as np
+        >>> scores = np.arange(6, dtype="float32").reshape(6, 1)
+        >>> ChoiceLogits()(scores, np.zeros((2, 3, 5))).numpy().tolist()
+        [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     """
 
     def call(self, scores, choices_like):
@@ -63,19 +63,19 @@ class BertMultipleChoice(TaskModel):
         encoder: a `BertEncoder`.
         dropout: dropout rate before the scoring layer.
 
-    Example:
-    >>> import numpy as np, keras
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> model = BertMultipleChoice(BertEncoder.from_preset("bert_tiny"))
-    >>> x = {"input_word_ids": np.full((4, 3, 8), 1000, "int32"),
-    ...      "input_mask": np.ones((4, 3, 8), "int32"),
-    ...      "input_type_ids": np.zeros((4, 3, 8), "int32")}
-    >>> model.compile(optimizer=keras.optimizers.AdamW(2e-5),
-    ...               loss=keras.losses.SparseCategoricalCrossentropy(
-    ...                   from_logits=True), metrics=["accuracy"])
-    >>> history = model.fit(x, np.array([0, 1, 2, 0]), epochs=2, verbose=0)
-    >>> model.predict(x, verbose=0).shape
-    (4, 3)
+    Examples:
+        >>> import numpy as np, keras
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> model = BertMultipleChoice(BertEncoder.from_preset("bert_tiny"))
+        >>> x = {"input_word_ids": np.full((4, 3, 8), 1000, "int32"),
+        ...      "input_mask": np.ones((4, 3, 8), "int32"),
+        ...      "input_type_ids": np.zeros((4, 3, 8), "int32")}
+        >>> model.compile(optimizer=keras.optimizers.AdamW(2e-5),
+        ...               loss=keras.losses.SparseCategoricalCrossentropy(
+        ...                   from_logits=True), metrics=["accuracy"])
+        >>> history = model.fit(x, np.array([0, 1, 2, 0]), epochs=2, verbose=0)
+        >>> model.predict(x, verbose=0).shape
+        (4, 3)
     """
 
     CHECKPOINT_ROOT = "multiple_choice"

@@ -29,15 +29,15 @@ class BertBiEncoder(CheckpointLayout, keras.Model):
     Args:
         encoder: a `BertEncoder`.
 
-    Example:
-    >>> import numpy as np
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> model = BertBiEncoder(BertEncoder.from_preset("bert_tiny"))
-    >>> ids = np.full((3, 2, 8), 1000, "int32")
-    >>> x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
-    ...      "input_type_ids": np.zeros_like(ids)}
-    >>> np.round(model(x).numpy(), 4).tolist()  # identical texts
-    [1.0, 1.0, 1.0]
+    Examples:
+        >>> import numpy as np
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> model = BertBiEncoder(BertEncoder.from_preset("bert_tiny"))
+        >>> ids = np.full((3, 2, 8), 1000, "int32")
+        >>> x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+        ...      "input_type_ids": np.zeros_like(ids)}
+        >>> np.round(model(x).numpy(), 4).tolist()  # identical texts
+        [1.0, 1.0, 1.0]
     """
 
     def __init__(self, encoder, **kwargs):

@@ -233,10 +233,10 @@ def load_wnut_qa(cache=None, seed=0, threads=False):
     learns to answer from a long context of many tweets. Validation and
     test are the same single tweets.
 
-    Example:
-    >>> data = load_wnut_qa()
-    >>> {k: len(v) for k, v in data.splits.items()}
-    {'train': 2884, 'validation': 354, 'test': 368}
+    Examples:
+        >>> data = load_wnut_qa()
+        >>> {k: len(v) for k, v in data.splits.items()}
+        {'train': 2884, 'validation': 354, 'test': 368}
     """
     sentences = sample_texts.read_wnut(cache)
     splits = {}

@@ -58,19 +58,19 @@ class QAPreprocessor(keras.layers.Layer):
         `token_byte_end` (int32 [W, L], -1 outside the context) and
         `token_is_max_context` (bool [W, L]).
 
-    Example:
-    >>> pre = QAPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...                       "who", "?", "ann", "met", "bob", "."],
-    ...                      seq_length=8, doc_stride=2,
-    ...                      max_query_length=2)
-    >>> out = pre(tf.constant(["Who?"]), tf.constant(["Ann met Bob."]),
-    ...           tf.constant([8]), tf.constant([11]))
-    >>> out["input_word_ids"].numpy().tolist()
-    [[2, 5, 6, 3, 7, 8, 9, 3], [2, 5, 6, 3, 9, 10, 3, 0]]
-    >>> out["start_positions"].numpy().tolist()
-    [6, 4]
-    >>> out["token_is_max_context"].numpy().astype(int).tolist()
-    [[0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 0, 0]]
+    Examples:
+        >>> pre = QAPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+        ...                       "who", "?", "ann", "met", "bob", "."],
+        ...                      seq_length=8, doc_stride=2,
+        ...                      max_query_length=2)
+        >>> out = pre(tf.constant(["Who?"]), tf.constant(["Ann met Bob."]),
+        ...           tf.constant([8]), tf.constant([11]))
+        >>> out["input_word_ids"].numpy().tolist()
+        [[2, 5, 6, 3, 7, 8, 9, 3], [2, 5, 6, 3, 9, 10, 3, 0]]
+        >>> out["start_positions"].numpy().tolist()
+        [6, 4]
+        >>> out["token_is_max_context"].numpy().astype(int).tolist()
+        [[0, 0, 0, 0, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1, 0, 0]]
     """
 
     def __init__(self, vocabulary, seq_length=384, doc_stride=128,

@@ -20,11 +20,11 @@ _PUNCTUATION = set(string.punctuation)
 def normalize_answer(text):
     """The official normalization.
 
-    Example:
-    >>> normalize_answer("The  Eiffel-Tower!")
-    'eiffeltower'
-    >>> normalize_answer("an apple a day")
-    'apple day'
+    Examples:
+        >>> normalize_answer("The  Eiffel-Tower!")
+        'eiffeltower'
+        >>> normalize_answer("an apple a day")
+        'apple day'
     """
     text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", text).split())
@@ -33,9 +33,9 @@ def normalize_answer(text):
 def exact_match(prediction, gold):
     """1.0 when the normalized strings are equal.
 
-    Example:
-    >>> exact_match("the Louvre", "Louvre.")
-    1.0
+    Examples:
+        >>> exact_match("the Louvre", "Louvre.")
+        1.0
     """
     return float(normalize_answer(prediction) == normalize_answer(gold))
 
@@ -44,9 +44,9 @@ def f1_score(prediction, gold):
     """Token-overlap F1 of the normalized strings (v2 rule: if either is
     empty, 1.0 when both are).
 
-    Example:
-    >>> round(f1_score("Denver Broncos won", "the Denver Broncos"), 4)
-    0.8
+    Examples:
+        >>> round(f1_score("Denver Broncos won", "the Denver Broncos"), 4)
+        0.8
     """
     predicted = normalize_answer(prediction).split()
     expected = normalize_answer(gold).split()
@@ -73,10 +73,10 @@ def squad_v1(golds, predictions):
         golds: per question, the list of gold answer texts.
         predictions: per question, the predicted text.
 
-    Example:
-    >>> squad_v1([["Denver Broncos"], ["1966", "in 1966"]],
-    ...          ["Denver Broncos", "1967"])
-    {'exact_match': 50.0, 'f1': 50.0}
+    Examples:
+        >>> squad_v1([["Denver Broncos"], ["1966", "in 1966"]],
+        ...          ["Denver Broncos", "1967"])
+        {'exact_match': 50.0, 'f1': 50.0}
     """
     if len(golds) != len(predictions):
         raise ValueError(f"{len(golds)} questions but {len(predictions)} "
@@ -119,10 +119,10 @@ def squad_v2(golds, predictions, no_answer_diffs=None, spans=None):
             `best_exact_thresh`, `best_f1`, `best_f1_thresh`.
         spans: per question, the best non-null span text.
 
-    Example:
-    >>> result = squad_v2([["Paris"], []], ["Paris", ""])
-    >>> result["exact"], result["HasAns_exact"], result["NoAns_exact"]
-    (100.0, 100.0, 100.0)
+    Examples:
+        >>> result = squad_v2([["Paris"], []], ["Paris", ""])
+        >>> result["exact"], result["HasAns_exact"], result["NoAns_exact"]
+        (100.0, 100.0, 100.0)
     """
     if len(golds) != len(predictions):
         raise ValueError(f"{len(golds)} questions but {len(predictions)} "

@@ -20,11 +20,11 @@ class SpanHead(ConfigLayer):
     Args:
         initializer_range: stddev of the truncated-normal kernel initializer.
 
-    Example:
-    >>> import numpy as np
-    >>> out = SpanHead()(np.random.rand(2, 5, 8).astype("float32"))
-    >>> tuple(out["start_logits"].shape), tuple(out["end_logits"].shape)
-    ((2, 5), (2, 5))
+    Examples:
+        >>> import numpy as np
+        >>> out = SpanHead()(np.random.rand(2, 5, 8).astype("float32"))
+        >>> tuple(out["start_logits"].shape), tuple(out["end_logits"].shape)
+        ((2, 5), (2, 5))
     """
 
     CONFIG_ARGS = ("initializer_range",)
@@ -66,22 +66,22 @@ class BertSpanLabeler(TaskModel):
     Args:
         encoder: a `BertEncoder`.
 
-    Example:
-    >>> import numpy as np, keras
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> model = BertSpanLabeler(BertEncoder.from_preset("bert_tiny"))
-    >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
-    ...      "input_mask": np.ones((4, 8), "int32"),
-    ...      "input_type_ids": np.zeros((4, 8), "int32")}
-    >>> y = {"start_logits": np.array([1, 2, 0, 3]),
-    ...      "end_logits": np.array([1, 4, 0, 3])}
-    >>> loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    >>> model.compile(optimizer=keras.optimizers.AdamW(5e-5),
-    ...               loss={"start_logits": loss, "end_logits": loss},
-    ...               loss_weights={"start_logits": 0.5, "end_logits": 0.5})
-    >>> history = model.fit(x, y, epochs=2, verbose=0)
-    >>> model.predict(x, verbose=0)["start_logits"].shape
-    (4, 8)
+    Examples:
+        >>> import numpy as np, keras
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> model = BertSpanLabeler(BertEncoder.from_preset("bert_tiny"))
+        >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
+        ...      "input_mask": np.ones((4, 8), "int32"),
+        ...      "input_type_ids": np.zeros((4, 8), "int32")}
+        >>> y = {"start_logits": np.array([1, 2, 0, 3]),
+        ...      "end_logits": np.array([1, 4, 0, 3])}
+        >>> loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        >>> model.compile(optimizer=keras.optimizers.AdamW(5e-5),
+        ...               loss={"start_logits": loss, "end_logits": loss},
+        ...               loss_weights={"start_logits": 0.5, "end_logits": 0.5})
+        >>> history = model.fit(x, y, epochs=2, verbose=0)
+        >>> model.predict(x, verbose=0)["start_logits"].shape
+        (4, 8)
     """
 
     CHECKPOINT_ROOT = "span_labeler"
@@ -126,17 +126,17 @@ class SharedSpanLoss(keras.losses.Loss):
             to (an index within the batch).
         y_pred: [W, L] logits.
 
-    Example:
-    >>> import numpy as np
-    >>> loss = SharedSpanLoss()
-    >>> # One question in two windows of 2 positions, the answer at
-    >>> # position 1 of window 0: -log(e / (e + 3)), over 2 windows.
-    >>> logits = np.array([[0., 1.], [0., 0.]])
-    >>> round(float(loss(np.array([[1, 0], [0, 0]]), logits)), 4)
-    0.3718
-    >>> # Alone in its window, the loss equals plain cross-entropy.
-    >>> round(float(loss(np.array([[1, 0]]), logits[:1])), 4)
-    0.3133
+    Examples:
+        >>> import numpy as np
+        >>> loss = SharedSpanLoss()
+        >>> # One question in two windows of 2 positions, the answer at
+        >>> # position 1 of window 0: -log(e / (e + 3)), over 2 windows.
+        >>> logits = np.array([[0., 1.], [0., 0.]])
+        >>> round(float(loss(np.array([[1, 0], [0, 0]]), logits)), 4)
+        0.3718
+        >>> # Alone in its window, the loss equals plain cross-entropy.
+        >>> round(float(loss(np.array([[1, 0]]), logits[:1])), 4)
+        0.3133
     """
 
     def call(self, y_true, y_pred):

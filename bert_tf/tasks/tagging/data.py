@@ -46,11 +46,11 @@ def to_bio(tags, scheme="bio"):
     IOB1 starts an entity with I- unless it follows one of the same type
     (then B-); IOBES marks single words S- and last words E-.
 
-    Example:
-    >>> to_bio(["I-PER", "I-PER", "B-PER", "O", "I-LOC"], "iob1")
-    ['B-PER', 'I-PER', 'B-PER', 'O', 'B-LOC']
-    >>> to_bio(["S-PER", "B-LOC", "E-LOC", "O"], "iobes")
-    ['B-PER', 'B-LOC', 'I-LOC', 'O']
+    Examples:
+        >>> to_bio(["I-PER", "I-PER", "B-PER", "O", "I-LOC"], "iob1")
+        ['B-PER', 'I-PER', 'B-PER', 'O', 'B-LOC']
+        >>> to_bio(["S-PER", "B-LOC", "E-LOC", "O"], "iobes")
+        ['B-PER', 'B-LOC', 'I-LOC', 'O']
     """
     if scheme not in SCHEMES:
         raise ValueError(f"Tag scheme {scheme!r}: use one of "

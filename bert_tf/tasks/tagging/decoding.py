@@ -36,12 +36,12 @@ def entity_spans(tags, num_words, labels):
         (row, type id, first word, last word): int32 [E] each, entities in
         row-major order.
 
-    Example:
-    >>> labels = ("O", "B-PER", "I-PER", "B-LOC", "I-LOC")
-    >>> spans = entity_spans(tf.constant([[1, 1, 2, 0, 4, 3]]),
-    ...                      tf.constant([6]), labels)
-    >>> [s.numpy().tolist() for s in spans]
-    [[0, 0, 0, 0], [1, 1, 0, 0], [0, 1, 4, 5], [0, 2, 4, 5]]
+    Examples:
+        >>> labels = ("O", "B-PER", "I-PER", "B-LOC", "I-LOC")
+        >>> spans = entity_spans(tf.constant([[1, 1, 2, 0, 4, 3]]),
+        ...                      tf.constant([6]), labels)
+        >>> [s.numpy().tolist() for s in spans]
+        [[0, 0, 0, 0], [1, 1, 0, 0], [0, 1, 4, 5], [0, 2, 4, 5]]
     """
     _, prefix_of, kind_of = tag_tables(labels)
     tags = tf.cast(tags, tf.int32)

@@ -11,10 +11,10 @@ def entity_scores(gold, predicted, types=None):
         types: names of the type ids in the tuples (None: the tuples hold
             type names).
 
-    Example:
-    >>> entity_scores({(0, "PER", 0, 1), (0, "LOC", 3, 3)},
-    ...               {(0, "PER", 0, 1), (0, "PER", 3, 3)})["f1"]
-    0.5
+    Examples:
+        >>> entity_scores({(0, "PER", 0, 1), (0, "LOC", 3, 3)},
+        ...               {(0, "PER", 0, 1), (0, "PER", 3, 3)})["f1"]
+        0.5
     """
     def prf(g, p):
         hit = len(g & p)

@@ -19,20 +19,20 @@ class BertTokenClassifier(TaskModel):
         num_labels: number of tags.
         dropout: dropout rate before the output layer.
 
-    Example:
-    >>> import numpy as np, keras
-    >>> from bert_tf.models.encoder import BertEncoder
-    >>> model = BertTokenClassifier(BertEncoder.from_preset("bert_tiny"), 5)
-    >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
-    ...      "input_mask": np.ones((4, 8), "int32"),
-    ...      "input_type_ids": np.zeros((4, 8), "int32")}
-    >>> y, weights = np.ones((4, 8), "int32"), np.ones((4, 8), "float32")
-    >>> model.compile(optimizer=keras.optimizers.AdamW(5e-5),
-    ...               loss=keras.losses.SparseCategoricalCrossentropy(
-    ...                   from_logits=True))
-    >>> history = model.fit(x, y, sample_weight=weights, epochs=2, verbose=0)
-    >>> tuple(model.predict(x, verbose=0).shape)
-    (4, 8, 5)
+    Examples:
+        >>> import numpy as np, keras
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> model = BertTokenClassifier(BertEncoder.from_preset("bert_tiny"), 5)
+        >>> x = {"input_word_ids": np.full((4, 8), 1000, "int32"),
+        ...      "input_mask": np.ones((4, 8), "int32"),
+        ...      "input_type_ids": np.zeros((4, 8), "int32")}
+        >>> y, weights = np.ones((4, 8), "int32"), np.ones((4, 8), "float32")
+        >>> model.compile(optimizer=keras.optimizers.AdamW(5e-5),
+        ...               loss=keras.losses.SparseCategoricalCrossentropy(
+        ...                   from_logits=True))
+        >>> history = model.fit(x, y, sample_weight=weights, epochs=2, verbose=0)
+        >>> tuple(model.predict(x, verbose=0).shape)
+        (4, 8, 5)
     """
 
     CHECKPOINT_ROOT = "token_classifier"
