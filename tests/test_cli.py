@@ -32,3 +32,30 @@ def test_presets_and_config(capsys):
 def test_samples_cli_uses_the_cache(capsys, minilm_dir):
     assert cli.main(["samples", "minilm"]) == 0
     assert str(minilm_dir) in capsys.readouterr().out
+
+
+def test_wrong_files_give_one_line_errors(capsys, tmp_path):
+    """A new user's mix-ups: each is one line naming the problem and the
+    fix, no traceback (docs/troubleshooting.md lists them)."""
+    empty = tmp_path / "model.tflite"
+    empty.write_bytes(b"")
+    garbage = tmp_path / "other.tflite"
+    garbage.write_bytes(b"\x00not a flatbuffer" * 10)
+    cases = [
+        (["export", "--checkpoint", str(empty), "--out",
+          str(tmp_path / "e" / "1")], "is an export, not a fine-tuning run"),
+        (["predict", "--model", str(empty), "x"],
+         "not a readable TFLite file"),
+        (["predict", "--model", str(garbage), "x"],
+         "not a readable TFLite file"),
+        (["predict", "--model", str(tmp_path / "none.tflite"), "x"],
+         "no such TFLite file"),
+        (["predict", "--model", str(tmp_path), "x"], "is not a SavedModel"),
+        (["finetune", "--config", str(tmp_path / "nope.yaml")],
+         "does not exist"),
+    ]
+    for argv, message in cases:
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert message in err and "Traceback" not in err, (argv, err)
+        assert len(err.splitlines()) == 1, err

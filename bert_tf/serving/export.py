@@ -244,6 +244,54 @@ def export_model(checkpoint, out, log=print, overwrite=False,
                   fixed_length, precision)
 
 
+def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
+                       fixed_length=False, **fields):
+    """Writes the SavedModel of a task model trained in Python (for example
+    with `model.fit` in a notebook): the same signatures, warm-up records
+    and `models.config` as `bert-tf export` of a fine-tuning run.
+
+    Args:
+        model: a task model of `kind` (e.g. a `BertClassifier`).
+        out: `export/NAME/VERSION`.
+        kind: its task kind (`classification`, `span_qa`, ...).
+        vocab: the `Vocab` it was trained with.
+        log, overwrite, fixed_length: as in `export_model`.
+        **fields: the kind's config fields the serving graph reads, e.g.
+            `labels` and `seq_length` for a classifier.
+
+    Returns:
+        As `export_model`.
+
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> from bert_tf.tasks.classification.model import BertClassifier
+        >>> from bert_tf.text.vocab import read_vocab
+        >>> vocab = read_vocab(example_files.toy_task() / "vocab.txt")
+        >>> model = BertClassifier(BertEncoder(
+        ...     vocab_size=len(vocab.tokens), hidden_size=16, num_layers=1,
+        ...     num_heads=2, intermediate_size=32), 2)
+        >>> report = export_keras_model(
+        ...     model, example_files.tmp / "keras_export" / "1",
+        ...     "classification", vocab, log=lambda line: None,
+        ...     labels=["negative", "positive"], seq_length=16)
+        >>> import tensorflow_text
+        >>> serve = tf.saved_model.load(str(report["path"])).signatures[
+        ...     "serving_default"]
+        >>> serve(text=tf.constant(["a fine film"]))["label"].shape
+        TensorShape([1])
+    """
+    out = _check_out(out, overwrite, log)
+    fields.setdefault("name", "python")
+    fields.setdefault("lower_case", not vocab.is_cased)
+    spec = tasks.get_config_class(kind)(
+        kind=kind, encoder=dataclasses.asdict(model.encoder.config),
+        **fields).validate(data=False)
+    task = tasks.get_kind(kind)(spec)
+    return _write_export(
+        out, {**config_lib.to_dict(spec), "precision": "fp32"}, vocab, model,
+        log, lambda saved: task.serving_module(model, saved, fixed_length))
+
+
 def export_encoder(checkpoint, out, log=print, overwrite=False,
                    fixed_length=False, **options):
     """`export("embeddings", ...)`: see `bert_tf.tasks.embeddings`."""

@@ -221,9 +221,19 @@ def interpreter(path, num_threads=2):
     except ImportError:  # ai-edge-litert is optional; TF ships one too
         from tensorflow.lite.python.interpreter import \
             InterpreterWithCustomOps
-    return InterpreterWithCustomOps(
-        model_path=str(path), num_threads=num_threads,
-        custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+    if not GPath(path).is_file():
+        raise FileNotFoundError(f"{path} does not exist: pass a .tflite file "
+                                "of `bert-tf export --format tflite`.")
+    try:
+        return InterpreterWithCustomOps(
+            model_path=str(path), num_threads=num_threads,
+            custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+    except ValueError as error:  # empty, truncated or not a flatbuffer
+        reason = str(error).strip().splitlines()[0][:200]
+        raise ValueError(
+            f"cannot load {path}: it is not a readable TFLite file ({reason})"
+            ". Export it again with `bert-tf export --format tflite`.") \
+            from None
 
 
 class TFLiteModel:

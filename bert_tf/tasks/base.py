@@ -341,6 +341,13 @@ def find_spec_file(directory):
         for name in LEGACY_SPEC_FILES:
             if (candidate / name).is_file():
                 return candidate, candidate / name
+    if directory.suffix == ".tflite" or (directory / "saved_model.pb"
+                                          ).exists():
+        raise FileNotFoundError(
+            f"{directory} is an export, not a fine-tuning run: export and "
+            "TFLite conversion read the run (`bert-tf finetune`'s model_dir"
+            "); an export itself answers with `bert-tf predict --model "
+            f"{directory}`.")
     raise FileNotFoundError(
         f"{directory} holds no {SPEC_FILE}: pass a `bert-tf finetune` "
         "model_dir (or its best/ directory).")
