@@ -69,7 +69,7 @@ def serve_long(run_dir, out, words=20_000):
         times.append(time.perf_counter() - start)
     return {"words": len(digest.split()),
             "windows": int(result["windows"][0]),
-            "label": result["label"][0].decode(),
+            "label": result["label"].numpy()[0].decode(),
             "seconds": float(np.median(times)),
             "peak_rss_mb": resource.getrusage(
                 resource.RUSAGE_SELF).ru_maxrss / 1024}

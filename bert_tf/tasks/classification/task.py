@@ -178,7 +178,9 @@ class Classification(Task):
                 else:
                     label = out["label"][i].decode()
                     probability = float(np.max(out["probabilities"][i]))
-                    log(f"{label}\t{probability:.4f}\t{shown}")
+                    windows = (f"\t{out['windows'][i]} windows"
+                               if "windows" in out else "")
+                    log(f"{label}\t{probability:.4f}{windows}\t{shown}")
 
 
 def load_classifier(directory, dtype=None):
