@@ -124,10 +124,14 @@ def _pretrain(args):
 
 
 def _finetune(args):
-    from bert_tf import finetune
+    from bert_tf import distill, finetune
 
-    cfg = finetune.load(args.config, args.set)
-    finetune.run(cfg, dry_run=args.dry_run)
+    module = distill if args.command == "distill" else finetune
+    cfg = module.load(args.config, args.set)
+    if args.dry_run or module is finetune:
+        finetune.run(cfg, dry_run=args.dry_run)
+    else:
+        distill.run(cfg)
 
 
 def _export(args):
@@ -338,7 +342,12 @@ def build_parser():
                                         "config (task.kind names it)")
     _add_run_arguments(p, "configs/finetune/rt_sentiment_minilm.yaml",
                        "epochs=1")
-    p.set_defaults(func=_finetune)
+    p.set_defaults(func=_finetune, command="finetune")
+    p = sub.add_parser("distill", help="train a smaller student on a "
+                                       "fine-tuned teacher's outputs")
+    _add_run_arguments(p, "configs/distill/rt_sentiment_minilm_l3.yaml",
+                       "temperature=4")
+    p.set_defaults(func=_finetune, command="distill")
 
     p = sub.add_parser("export", help="write a fine-tuned model (or a "
                                       "pre-trained encoder's embeddings) as "

@@ -101,9 +101,15 @@ class FinetuneResult:
     seconds: float
 
 
-def run(cfg, dry_run=False, log=print):
+def run(cfg, dry_run=False, log=print, init=None, variant=None):
     """Fine-tunes as `cfg` says; returns a `FinetuneResult` (None for a
-    dry run, which prints the resolved plan)."""
+    dry run, which prints the resolved plan).
+
+    `init` (an `Init`) overrides where the encoder starts; `variant`
+    changes how the model learns while the run stays an ordinary
+    fine-tuning run (`bert_tf.distill`): `variant.wrap(model)` is what
+    trains and `variant.train_dataset(task, data, vocab, batch_size,
+    context)` what it reads."""
     started = time.perf_counter()
     if dry_run:  # the config and strategy only; no data or weights read
         log(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False).rstrip())
@@ -111,17 +117,17 @@ def run(cfg, dry_run=False, log=print):
             log("strategy: " + distribute.describe(
                 distribute.create_strategy(cfg.strategy)))
         return None
-    init = resolve_init(cfg)
+    init = init or resolve_init(cfg)
     cfg = resolve_precision(cfg, log, hidden_size=init.encoder.hidden_size)
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(cfg.mixed_precision)
     try:
-        return _train(cfg, init, log, started)
+        return _train(cfg, init, log, started, variant)
     finally:  # what the caller builds next is not in this run's policy
         keras.mixed_precision.set_global_policy(previous)
 
 
-def _train(cfg, init, log, started):
+def _train(cfg, init, log, started, variant=None):
     keras.utils.set_random_seed(cfg.trainer.seed)
     vocab = read_vocab(init.vocab_path)
     checkpoints.check_vocab_size(vocab, init.encoder, init.vocab_path)
@@ -138,7 +144,7 @@ def _train(cfg, init, log, started):
     data = task_cls.load_data(task_config)
     task = task_cls(task_cls.make_spec(cfg, task_config, data, init.encoder,
                                        vocab))
-    train_size = data.size("train")
+    train_size = variant.train_size(data) if variant else data.size("train")
     steps_per_epoch = max(1, math.ceil(train_size / cfg.batch_size))
     trainer_cfg, optimizer_cfg = cfg.trainer, cfg.optimizer
     if cfg.epochs:
@@ -167,12 +173,16 @@ def _train(cfg, init, log, started):
         encoder.freeze(cfg.freeze_layers)
         model = task.build_model(encoder)
         task.compile(model)
-        return model
+        return variant.wrap(model) if variant else model
 
     dynamic = cfg.dynamic_length and not cfg.trainer.jit_compile and \
         cfg.strategy != "tpu"
 
     def train_fn(context):
+        if variant:
+            return variant.train_dataset(
+                task, data, vocab,
+                context.get_per_replica_batch_size(cfg.batch_size), context)
         return task.train_dataset(
             data, vocab, context.get_per_replica_batch_size(cfg.batch_size),
             seed=cfg.trainer.seed, input_context=context,

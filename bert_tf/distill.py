@@ -1,0 +1,249 @@
+"""`bert-tf distill`: a fine-tuned teacher teaches a smaller student.
+
+A `DistillConfig` is a fine-tuning config of the student (its `init`,
+`encoder`, schedule, trainer) plus the teacher's run and the recipe:
+`layers` keeps chosen blocks of the student's init encoder (DistilBERT's
+initialisation), `temperature` and `alpha` weigh the soft and hard
+losses (`bert_tf.models.distiller`), `unlabeled` adds raw text to the
+transfer set. The teacher's logits over the transfer set are computed
+once, before training; then the student trains through the ordinary
+fine-tuning run (`finetune.run`), so its `best/` exports, converts to
+TFLite, evaluates and predicts like any run.
+
+Supported teachers: classification runs. Tagging and span-QA teachers
+are refused with a message (their per-token transfer is not built yet).
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import checkpoints, config as config_lib, finetune
+from bert_tf.data import documents
+from bert_tf.models.distiller import TEACHER_KEY, Distiller
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.tasks import get_task_class, read_spec
+from bert_tf.tasks.base import restore_finetuned
+from bert_tf.text.features import cut_to_longest
+from bert_tf.text.vocab import read_vocab
+
+SUPPORTED_KINDS = ("classification",)
+# Teacher spec fields that are the run's, not the student task's.
+RUN_ONLY = ("seq_length", "lower_case", "dropout", "encoder", "pair",
+            "metrics")
+
+
+@dataclasses.dataclass
+class DistillConfig(config_lib.FinetuneConfig):
+    """A distillation run (`configs/distill/*.yaml`): every key of a
+    fine-tuning config, for the student, plus:
+
+    Args:
+        teacher: the teacher's fine-tuning run directory (or its best/).
+        layers: the blocks of the `init` encoder the student keeps, e.g.
+            `[0, 2, 4]` (empty: all); `init: teacher` starts from the
+            teacher's own fine-tuned encoder.
+        temperature: T of the softened distributions.
+        alpha: weight of the hard-label loss (1 - alpha: the soft loss).
+        unlabeled: corpus specs (as `bert-tf pairs` reads, e.g.
+            `sample:wikipedia`) whose sentences join the transfer set
+            without labels.
+        unlabeled_max: at most this many unlabeled sentences.
+    """
+
+    teacher: str = ""
+    layers: list = dataclasses.field(default_factory=list)
+    temperature: float = 2.0
+    alpha: float = 0.5
+    unlabeled: list = dataclasses.field(default_factory=list)
+    unlabeled_max: int = 20_000
+
+    def validate(self, where=""):
+        if not self.teacher:
+            raise ValueError("teacher: name the teacher's fine-tuning run "
+                             "directory.")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature = {self.temperature}: must be "
+                             "> 0.")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha = {self.alpha}: must be in [0, 1].")
+        if any(not isinstance(i, int) or i < 0 for i in self.layers):
+            raise ValueError(f"layers = {self.layers}: block indices >= 0.")
+        if len(set(self.layers)) != len(self.layers):
+            raise ValueError(f"layers = {self.layers}: each block once.")
+        return super().validate(where)
+
+
+def load(path, overrides=()):
+    """A validated `DistillConfig` from YAML plus `key=value` overrides."""
+    return config_lib.load_config(path, DistillConfig, overrides)
+
+
+def load_dict(data):
+    """A validated `DistillConfig` from a mapping (a notebook's config)."""
+    return config_lib.from_dict(DistillConfig, data).validate()
+
+
+def teacher_of(directory):
+    """(spec, model, vocab) of the teacher's run; a clear error for a kind
+    that cannot teach yet."""
+    best, spec = read_spec(directory)
+    if spec.kind not in SUPPORTED_KINDS:
+        raise ValueError(
+            f"teacher {directory} is a {spec.kind} run; distillation "
+            f"supports {', '.join(SUPPORTED_KINDS)} teachers (tagging and "
+            "span_qa are not built yet).")
+    model, vocab = restore_finetuned(get_task_class(spec.kind)(spec), best)
+    return spec, model, vocab
+
+
+def student_task(cfg, teacher_spec):
+    """The student's `task:` section: the teacher's data and labels, with
+    what the distillation config's own `task:` sets on top."""
+    fields = {k: v for k, v in config_lib.to_dict(teacher_spec).items()
+              if k not in RUN_ONLY}
+    return {**fields, **cfg.task}
+
+
+def student_init(cfg, teacher_best):
+    """The `finetune.Init` of the student: `cfg.init` (or the encoder of
+    the teacher's run `teacher_best` with `init: teacher`), cut to
+    `cfg.layers`."""
+    if cfg.init == "teacher":
+        full = _teacher_encoder_init(teacher_best)
+    else:
+        full = finetune.resolve_init(cfg)
+    if not cfg.layers:
+        return full
+    depth = full.encoder.num_layers
+    if max(cfg.layers) >= depth:
+        raise ValueError(f"layers = {cfg.layers}: the init encoder has "
+                         f"{depth} blocks (0 to {depth - 1}).")
+    config = dataclasses.replace(full.encoder, num_layers=len(cfg.layers))
+
+    def restore(student):
+        source = BertEncoder.from_config_object(full.encoder)
+        full.restore(source)
+        student.embeddings.set_weights(source.embeddings.get_weights())
+        student.pooler.set_weights(source.pooler.get_weights())
+        for block, index in zip(student.transformer_layers, cfg.layers):
+            block.set_weights(source.transformer_layers[index].get_weights())
+
+    return finetune.Init(config, full.vocab_path, restore,
+                         f"{full.description}, blocks {cfg.layers}")
+
+
+def _teacher_encoder_init(directory):
+    best, spec = read_spec(directory)
+    encoder_config = config_lib.from_dict(config_lib.EncoderConfig,
+                                          spec.encoder, "encoder")
+    return finetune.Init(
+        encoder_config, best / checkpoints.VOCAB_FILE,
+        lambda encoder: checkpoints.restore_model(
+            best / checkpoints.WEIGHTS_PREFIX, encoder),
+        f"the teacher's encoder ({best})")
+
+
+def check_same_vocab(teacher_vocab, student_vocab_path):
+    student = read_vocab(student_vocab_path)
+    if tuple(student.tokens) != tuple(teacher_vocab.tokens):
+        raise ValueError(
+            f"the student's vocab ({student_vocab_path}, {student.size} "
+            f"tokens) differs from the teacher's ({teacher_vocab.size} "
+            "tokens): a student reads the teacher's word pieces, so give it "
+            "the teacher's vocab (an init with the same vocab, or "
+            "`vocab:` pointing at the teacher's best/vocab.txt).")
+
+
+class TransferSet:
+    """The `finetune.run` variant of distillation: the transfer set with
+    the teacher's logits (computed once), and the student wrapped in a
+    `Distiller`."""
+
+    def __init__(self, cfg, teacher, teacher_vocab, log=print):
+        self.cfg, self.teacher, self.log = cfg, teacher, log
+        self.teacher_vocab = teacher_vocab
+        self.arrays = None
+
+    def texts(self, data):
+        """(texts, labels) of the training split and the unlabeled text."""
+        texts, labels = [], []
+        for example in data.split("train").as_numpy_iterator():
+            texts.append(example["text"].decode("utf-8", "replace"))
+            labels.append(int(example["label"]))
+        if self.cfg.unlabeled:
+            docs, _ = documents.load_documents(list(self.cfg.unlabeled))
+            extra = [s for doc in docs for s in doc if s.strip()]
+            extra = extra[:self.cfg.unlabeled_max]
+            texts += extra
+            labels += [-1] * len(extra)
+        if not texts:
+            raise ValueError("the transfer set is empty: the task's "
+                             "training split and `unlabeled` hold no text.")
+        return texts, np.array(labels, np.int64)
+
+    def prepare(self, task, data):
+        """Runs the teacher once over the transfer set."""
+        if self.arrays is not None:
+            return self.arrays
+        start = time.perf_counter()
+        texts, labels = self.texts(data)
+        preprocessor = task.preprocessor(self.teacher_vocab)
+        forward = tf.function(lambda x: self.teacher(x, training=False))
+        features, logits = [], []
+        for i in range(0, len(texts), 256):
+            x = preprocessor(tf.constant(texts[i:i + 256]))
+            features.append({k: v.numpy() for k, v in x.items()})
+            logits.append(tf.cast(forward(x), tf.float32).numpy())
+        self.arrays = ({k: np.concatenate([f[k] for f in features])
+                        for k in features[0]} |
+                       {TEACHER_KEY: np.concatenate(logits)}, labels)
+        labeled = int((labels >= 0).sum())
+        self.log(f"teacher outputs for {len(texts):,} texts ({labeled:,} "
+                 f"labeled, {len(texts) - labeled:,} unlabeled) in "
+                 f"{time.perf_counter() - start:.1f} s")
+        return self.arrays
+
+    def train_size(self, data):
+        return len(self.texts(data)[0])
+
+    def train_dataset(self, task, data, vocab, batch_size, context):
+        x, y = self.prepare(task, data)
+        dataset = tf.data.Dataset.from_tensor_slices((x, y))
+        if context.num_input_pipelines > 1:
+            dataset = dataset.shard(context.num_input_pipelines,
+                                    context.input_pipeline_id)
+        dataset = dataset.shuffle(len(y), seed=self.cfg.trainer.seed,
+                                  reshuffle_each_iteration=True).repeat()
+        dataset = dataset.batch(batch_size,
+                                drop_remainder=self.cfg.strategy == "tpu")
+        if self.cfg.dynamic_length and self.cfg.strategy != "tpu":
+            dataset = dataset.map(lambda x, y: (cut_to_longest(x), y))
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def wrap(self, model):
+        distiller = Distiller(model, temperature=self.cfg.temperature,
+                              alpha=self.cfg.alpha)
+        distiller.compile(metrics=["accuracy"])
+        return distiller
+
+
+def run(cfg, log=print):
+    """Distils as `cfg` says; returns the student's `FinetuneResult`.
+    Every check (teacher kind, vocab, layers, transfer set) runs before
+    training."""
+    teacher_spec, teacher, teacher_vocab = teacher_of(cfg.teacher)
+    cfg = dataclasses.replace(cfg, task=student_task(cfg, teacher_spec))
+    finetune.task_of(cfg)  # the merged task section still reads
+    init = student_init(cfg, cfg.teacher)
+    check_same_vocab(teacher_vocab, init.vocab_path)
+    transfer = TransferSet(cfg, teacher, teacher_vocab, log)
+    task_cls, task_config = finetune.task_of(cfg)
+    transfer.texts(task_cls.load_data(task_config))  # empty: fail now
+    log(f"teacher {cfg.teacher} ({teacher_spec.kind}, L="
+        f"{teacher.encoder.config.num_layers} H="
+        f"{teacher.encoder.config.hidden_size}); temperature "
+        f"{cfg.temperature:g}, alpha {cfg.alpha:g}")
+    return finetune.run(cfg, log=log, init=init, variant=transfer)

@@ -1,0 +1,108 @@
+"""Distillation: a tiny fine-tuned teacher teaches a tinier student."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from bert_tf import distill
+from toy_task import ENCODER, toy_config
+
+
+def distill_config(teacher_dir, toy_dir, out, **overrides):
+    base = toy_config(toy_dir)
+    data = {
+        "teacher": str(teacher_dir),
+        "init": "",
+        "vocab": str(toy_dir / "vocab.txt"),
+        "encoder": {**ENCODER, "intermediate_size": 32},
+        "seq_length": base.seq_length, "batch_size": 32, "epochs": 12,
+        "optimizer": {"learning_rate": 3e-3},
+        "temperature": 2.0, "alpha": 0.5,
+        "trainer": {"model_dir": str(out), "steps_per_loop": 5, "seed": 1},
+    }
+    for key, value in overrides.items():
+        data[key] = value
+    return distill.load_dict(data)
+
+
+def agreement(model_a, model_b, x):
+    return float(np.mean(np.argmax(model_a(x), -1) ==
+                         np.argmax(model_b(x), -1)))
+
+
+@pytest.mark.slow
+def test_student_learns_the_teacher(toy_run, tmp_path):
+    from bert_tf.tasks import load_finetuned
+    from bert_tf.text.preprocessor import BertPreprocessor
+    toy_dir, _ = toy_run
+    teacher_dir = toy_dir / "run"
+    cfg = distill_config(teacher_dir, toy_dir, tmp_path / "student")
+    lines = []
+    result = distill.run(cfg, log=lines.append)
+    assert any("teacher outputs for 320 texts" in line for line in lines)
+    losses = [h["loss"] for h in result.history]
+    assert losses[-1] < losses[0] * 0.8, losses
+    # The student's best/ is an ordinary run: it loads, and agrees with
+    # the teacher far more than chance.
+    _, teacher, vocab, _ = load_finetuned(teacher_dir)
+    _, student, _, best = load_finetuned(tmp_path / "student")
+    assert student.encoder.config.intermediate_size == 32  # the tinier
+    texts = [line.split("\t")[0] for line in
+             (toy_dir / "test.tsv").read_text().splitlines()[1:]]
+    x = BertPreprocessor(vocab, 16)(tf.constant(texts))
+    assert agreement(student, teacher, x) >= 0.9
+    assert result.test["accuracy"] >= 0.85
+
+
+@pytest.mark.slow
+def test_truncated_teacher_encoder_and_unlabeled_text(toy_run, tmp_path):
+    toy_dir, _ = toy_run
+    cfg = distill_config(toy_dir / "run", toy_dir, tmp_path / "s",
+                         init="teacher", layers=[0], epochs=1,
+                         encoder=dict(ENCODER),
+                         unlabeled=[f"lines:{tmp_path / 'more.txt'}"])
+    (tmp_path / "more.txt").write_text(
+        "\n".join(["the film was great and new"] * 40 +
+                  ["the film was dull"] * 40) + "\n")
+    lines = []
+    result = distill.run(cfg, log=lines.append)
+    assert any("40 unlabeled" in line or "80 unlabeled" in line
+               for line in lines), lines
+    assert "blocks [0]" in "\n".join(lines)
+    assert result.test["accuracy"] >= 0.9  # starts from the teacher
+
+
+def test_bad_setups_fail_before_training(toy_run, tmp_path):
+    toy_dir, _ = toy_run
+    teacher = toy_dir / "run"
+    other_vocab = tmp_path / "vocab.txt"
+    tokens = (toy_dir / "vocab.txt").read_text().splitlines()
+    other_vocab.write_text("\n".join(tokens + ["extra"]) + "\n")
+    cases = [
+        ({"vocab": str(other_vocab),
+          "encoder": {**ENCODER, "vocab_size": len(tokens) + 1}},
+         "differs from the teacher's"),
+        ({"init": "teacher", "layers": [0, 3]},
+         "the init encoder has 1 blocks"),
+    ]
+    for overrides, message in cases:
+        cfg = distill_config(teacher, toy_dir, tmp_path / "x", **overrides)
+        with pytest.raises(ValueError, match=message):
+            distill.run(cfg, log=lambda *a: None)
+        assert not (tmp_path / "x").exists()
+    tagging = tmp_path / "tagger" / "best"
+    tagging.mkdir(parents=True)
+    (tagging / "task.yaml").write_text(yaml.safe_dump(
+        {"kind": "span_qa", "name": "sample:wnut_qa"}))
+    cfg = distill_config(tagging.parent, toy_dir, tmp_path / "x")
+    with pytest.raises(ValueError, match="supports classification"):
+        distill.run(cfg, log=lambda *a: None)
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("sentence\tlabel\n")
+    cfg = distill_config(teacher, toy_dir, tmp_path / "x",
+                         task={"train_file": str(empty)})
+    with pytest.raises(ValueError, match="empty|no examples|holds no"):
+        distill.run(cfg, log=lambda *a: None)
+    with pytest.raises(ValueError, match="alpha = 2"):
+        distill_config(teacher, toy_dir, tmp_path / "x", alpha=2.0)
