@@ -200,6 +200,9 @@ DEMO_SCHEDULES = {
                        "optimizer.learning_rate=1e-3"],
     "wnut_ner_minilm": ["epochs=3", "batch_size=16", "freeze_layers=5",
                         "optimizer.learning_rate=1e-3"],
+    # Half an epoch, top block only (the config: 2 epochs, all blocks).
+    "next_sentence_mc_minilm": ["epochs=0.5", "freeze_layers=5",
+                                "optimizer.learning_rate=1e-3"],
 }
 
 
@@ -311,6 +314,30 @@ def tagging(output_dir):
     return result, out
 
 
+def multiple_choice(output_dir):
+    """Next-sentence choice from MiniLM: fine-tune, export, choose;
+    (result, export)."""
+    from bert_tf.tasks.multiple_choice.data import load_next_sentence
+
+    _section("Multiple choice on real text: which sentence comes next "
+             "(4 choices), from MiniLM")
+    result, out, served = _minilm_task(output_dir, "next_sentence_mc_minilm",
+                                       "next_sentence")
+    context, choices, label = load_next_sentence().split("test")[0]
+    answer = served(context=tf.constant([context]),
+                    choices=tf.constant([choices]))
+    chosen = int(answer["choice"][0])
+    print(f"context: {context}")
+    for i, choice in enumerate(choices):
+        mark = "->" if i == chosen else "  "
+        gold = " (the true next sentence)" if i == label else ""
+        print(f"  {mark} {answer['probabilities'][0][i]:.3f}  {choice}{gold}")
+    print(f"next-sentence choice test (313 questions, chance 25%): accuracy "
+          f"{100 * result.test['accuracy']:.1f}%; "
+          f"{result.seconds / 60:.1f} minutes")
+    return result, out
+
+
 def summary(output_dir, results, export_dir):
     _section("Summary: RT movie-review sentiment (1,057 held-out test "
              "sentences)")
@@ -354,7 +381,8 @@ def main(output_dir="demo_out"):
     # A rerun trains afresh (a finished run directory would just be
     # restored, and one from an older bert_tf may not fit at all).
     stale = [output_dir / "pretrain", *output_dir.glob("rt_sentiment_*"),
-             *output_dir.glob("wnut_qa_*"), *output_dir.glob("wnut_ner_*")]
+             *output_dir.glob("wnut_qa_*"), *output_dir.glob("wnut_ner_*"),
+             *output_dir.glob("next_sentence_*")]
     for directory in (d for d in stale if d.is_dir()):
         shutil.rmtree(directory)
         print(f"removed the previous demo run {directory}")
@@ -370,12 +398,15 @@ def main(output_dir="demo_out"):
     summary(output_dir, results, export_dir)
     _, qa_export = question_answering(output_dir)
     _, ner_export = tagging(output_dir)
+    _, mc_export = multiple_choice(output_dir)
     _section("Done")
     root = output_dir.resolve()
     print(f"{(time.time() - start) / 60:.1f} minutes; converted checkpoints "
           f"in {root}/{{minilm,antiberty}}, pre-training in {root}/pretrain, "
-          f"fine-tuning in {root}/rt_sentiment_*, {root}/wnut_qa_minilm and "
-          f"{root}/wnut_ner_minilm; SavedModels: {export_dir.resolve()} "
-          f"(sentiment), {qa_export.resolve()} (QA), {ner_export.resolve()} "
-          f"(entities), TF Serving config {root}/export/models.config; "
+          f"fine-tuning in {root}/rt_sentiment_*, {root}/wnut_qa_minilm, "
+          f"{root}/wnut_ner_minilm and {root}/next_sentence_mc_minilm; "
+          f"SavedModels: {export_dir.resolve()} (sentiment), "
+          f"{qa_export.resolve()} (QA), {ner_export.resolve()} (entities), "
+          f"{mc_export.resolve()} (multiple choice), TF Serving config "
+          f"{root}/export/models.config; "
           f"TFLite {root}/export/rt_sentiment.tflite")
