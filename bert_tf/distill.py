@@ -10,8 +10,9 @@ once, before training; then the student trains through the ordinary
 fine-tuning run (`finetune.run`), so its `best/` exports, converts to
 TFLite, evaluates and predicts like any run.
 
-Supported teachers: classification runs. Tagging and span-QA teachers
-are refused with a message (their per-token transfer is not built yet).
+Supported teachers: classification runs (one soft distribution per
+text) and tagging runs (one per word, read at its first piece in each
+window). Span-QA teachers are refused with a message (not built yet).
 """
 
 import dataclasses
@@ -29,7 +30,7 @@ from bert_tf.tasks.base import restore_finetuned
 from bert_tf.text.features import cut_to_longest
 from bert_tf.text.vocab import read_vocab
 
-SUPPORTED_KINDS = ("classification",)
+SUPPORTED_KINDS = ("classification", "tagging")
 # Teacher spec fields that are the run's, not the student task's.
 RUN_ONLY = ("seq_length", "lower_case", "dropout", "encoder", "pair",
             "metrics")
@@ -93,8 +94,8 @@ def teacher_of(directory):
     if spec.kind not in SUPPORTED_KINDS:
         raise ValueError(
             f"teacher {directory} is a {spec.kind} run; distillation "
-            f"supports {', '.join(SUPPORTED_KINDS)} teachers (tagging and "
-            "span_qa are not built yet).")
+            f"supports {', '.join(SUPPORTED_KINDS)} teachers (span_qa is "
+            "not built yet).")
     model, vocab = restore_finetuned(get_task_class(spec.kind)(spec), best)
     return spec, model, vocab
 
@@ -162,64 +163,100 @@ class TransferSet:
     the teacher's logits (computed once), and the student wrapped in a
     `Distiller`."""
 
-    def __init__(self, cfg, teacher, teacher_vocab, log=print):
-        self.cfg, self.teacher, self.log = cfg, teacher, log
+    def __init__(self, cfg, task, teacher, teacher_vocab, log=print):
+        self.cfg, self.task, self.teacher, self.log = cfg, task, teacher, log
         self.teacher_vocab = teacher_vocab
         self.arrays = None
 
-    def texts(self, data):
-        """(texts, labels) of the training split and the unlabeled text."""
-        texts, labels = [], []
-        for example in data.split("train").as_numpy_iterator():
-            texts.append(example["text"].decode("utf-8", "replace"))
-            labels.append(int(example["label"]))
-        if self.cfg.unlabeled:
-            docs, _ = documents.load_documents(list(self.cfg.unlabeled))
-            extra = [s for doc in docs for s in doc if s.strip()]
-            extra = extra[:self.cfg.unlabeled_max]
-            texts += extra
+    def unlabeled_texts(self):
+        if not self.cfg.unlabeled:
+            return []
+        docs, _ = documents.load_documents(list(self.cfg.unlabeled))
+        return [s for doc in docs for s in doc if s.strip()][
+            :self.cfg.unlabeled_max]
+
+    def texts(self, task, data):
+        """(texts, labels) of the training split plus the unlabeled text:
+        per text a class id, or (tagging) a list of tag ids per word; -1
+        for unlabeled."""
+        extra = self.unlabeled_texts()
+        if task.kind == "tagging":
+            texts, labels = task._examples(data, "train")
+            labels = labels.to_list() + [[-1] * len(t.split())
+                                         for t in extra]
+        else:
+            texts, labels = [], []
+            for example in data.split("train").as_numpy_iterator():
+                texts.append(example["text"].decode("utf-8", "replace"))
+                labels.append(int(example["label"]))
             labels += [-1] * len(extra)
+        texts = list(texts) + extra
+        self.unlabeled_count = len(extra)
         if not texts:
             raise ValueError("the transfer set is empty: the task's "
                              "training split and `unlabeled` hold no text.")
-        return texts, np.array(labels, np.int64)
+        return texts, labels
+
+    def _rows(self, task, texts, labels):
+        """Encoder inputs, labels and weights of each training row (a text;
+        a window for tagging) for texts[i:i + n]."""
+        preprocessor = task.preprocessor(self.teacher_vocab)
+        if task.kind != "tagging":
+            x = preprocessor(tf.constant(texts))
+            return x, np.array(labels, np.int64), None
+        words = tf.ragged.constant(labels, dtype=tf.int32, ragged_rank=1)
+        features = preprocessor(tf.constant(texts), tf.maximum(words, 0))
+        x = {k: features[k] for k in ("input_word_ids", "input_mask",
+                                      "input_type_ids")}
+        # Unlabeled words carry -1 at their first piece (soft loss only).
+        unlabeled = tf.gather(tf.constant([min(min(l), 0) if l else 0
+                                           for l in labels]),
+                              features["example_index"])
+        y = tf.where((unlabeled[:, None] < 0) & (features["label_weights"] >
+                                                 0), -1, features["labels"])
+        return x, y.numpy().astype(np.int64), \
+            features["label_weights"].numpy()
 
     def prepare(self, task, data):
         """Runs the teacher once over the transfer set."""
         if self.arrays is not None:
             return self.arrays
         start = time.perf_counter()
-        texts, labels = self.texts(data)
-        preprocessor = task.preprocessor(self.teacher_vocab)
+        texts, labels = self.texts(task, data)
         forward = tf.function(lambda x: self.teacher(x, training=False))
-        features, logits = [], []
-        for i in range(0, len(texts), 256):
-            x = preprocessor(tf.constant(texts[i:i + 256]))
-            features.append({k: v.numpy() for k, v in x.items()})
-            logits.append(tf.cast(forward(x), tf.float32).numpy())
-        self.arrays = ({k: np.concatenate([f[k] for f in features])
-                        for k in features[0]} |
-                       {TEACHER_KEY: np.concatenate(logits)}, labels)
-        labeled = int((labels >= 0).sum())
-        self.log(f"teacher outputs for {len(texts):,} texts ({labeled:,} "
-                 f"labeled, {len(texts) - labeled:,} unlabeled) in "
+        parts = []
+        step = 64 if task.kind == "tagging" else 256
+        for i in range(0, len(texts), step):
+            x, y, w = self._rows(task, texts[i:i + step], labels[i:i + step])
+            parts.append(({k: v.numpy() for k, v in x.items()} | {
+                TEACHER_KEY: tf.cast(forward(x), tf.float32).numpy()}, y, w))
+        x = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
+        y = np.concatenate([p[1] for p in parts])
+        w = None if parts[0][2] is None else np.concatenate(
+            [p[2] for p in parts])
+        self.arrays = (x, y) if w is None else (x, y, w)
+        unlabeled = self.unlabeled_count
+        self.log(f"teacher outputs for {len(texts):,} texts "
+                 f"({len(texts) - unlabeled:,} labeled, {unlabeled:,} "
+                 f"unlabeled; {len(y):,} rows) in "
                  f"{time.perf_counter() - start:.1f} s")
         return self.arrays
 
     def train_size(self, data):
-        return len(self.texts(data)[0])
+        return len(self.prepare(self.task, data)[1])
 
     def train_dataset(self, task, data, vocab, batch_size, context):
-        x, y = self.prepare(task, data)
-        dataset = tf.data.Dataset.from_tensor_slices((x, y))
+        arrays = self.prepare(task, data)
+        dataset = tf.data.Dataset.from_tensor_slices(arrays)
         if context.num_input_pipelines > 1:
             dataset = dataset.shard(context.num_input_pipelines,
                                     context.input_pipeline_id)
-        dataset = dataset.shuffle(len(y), seed=self.cfg.trainer.seed,
+        dataset = dataset.shuffle(len(arrays[1]), seed=self.cfg.trainer.seed,
                                   reshuffle_each_iteration=True).repeat()
         dataset = dataset.batch(batch_size,
                                 drop_remainder=self.cfg.strategy == "tpu")
-        if self.cfg.dynamic_length and self.cfg.strategy != "tpu":
+        if self.cfg.dynamic_length and self.cfg.strategy != "tpu" and \
+                len(arrays) == 2:  # tagging rows keep their positions
             dataset = dataset.map(lambda x, y: (cut_to_longest(x), y))
         return dataset.prefetch(tf.data.AUTOTUNE)
 
@@ -239,9 +276,15 @@ def run(cfg, log=print):
     finetune.task_of(cfg)  # the merged task section still reads
     init = student_init(cfg, cfg.teacher)
     check_same_vocab(teacher_vocab, init.vocab_path)
-    transfer = TransferSet(cfg, teacher, teacher_vocab, log)
     task_cls, task_config = finetune.task_of(cfg)
-    transfer.texts(task_cls.load_data(task_config))  # empty: fail now
+    data = task_cls.load_data(task_config)
+    task = task_cls(dataclasses.replace(
+        task_config, **{k: getattr(teacher_spec, k) for k in RUN_ONLY
+                        if k not in ("encoder", "seq_length") and
+                        hasattr(teacher_spec, k)},
+        seq_length=cfg.seq_length))
+    transfer = TransferSet(cfg, task, teacher, teacher_vocab, log)
+    transfer.texts(task, data)  # an empty transfer set fails now
     log(f"teacher {cfg.teacher} ({teacher_spec.kind}, L="
         f"{teacher.encoder.config.num_layers} H="
         f"{teacher.encoder.config.hidden_size}); temperature "

@@ -106,3 +106,28 @@ def test_bad_setups_fail_before_training(toy_run, tmp_path):
         distill.run(cfg, log=lambda *a: None)
     with pytest.raises(ValueError, match="alpha = 2"):
         distill_config(teacher, toy_dir, tmp_path / "x", alpha=2.0)
+
+
+@pytest.mark.slow
+def test_tagging_teacher_teaches_a_shallower_student(tmp_path_factory):
+    """A 2-block toy tagger into a student that keeps its block 1 only:
+    the student's entity F1 and agreement with the teacher are high, and
+    its loss falls."""
+    from conftest import finetune_toy
+    from toy_tagging import toy_tagging_config, write_toy_tagging
+    directory, teacher = finetune_toy(tmp_path_factory, "tag_teacher",
+                                      write_toy_tagging, toy_tagging_config)
+    out = tmp_path_factory.mktemp("tag_student") / "run"
+    cfg = distill.load_dict({
+        "teacher": str(directory / "run"), "init": "teacher",
+        "layers": [1], "seq_length": 16, "batch_size": 32, "epochs": 4,
+        "optimizer": {"learning_rate": 3e-3}, "temperature": 2.0,
+        "alpha": 0.5,
+        "trainer": {"model_dir": str(out), "steps_per_loop": 5, "seed": 1}})
+    lines = []
+    result = distill.run(cfg, log=lines.append)
+    assert any("rows) in" in line for line in lines), lines
+    losses = [h["loss"] for h in result.history]
+    assert losses[-1] < losses[0], losses
+    assert result.test["f1"] >= teacher.test["f1"] - 0.15, (
+        result.test, teacher.test)

@@ -26,14 +26,15 @@ TEACHER_KEY = "teacher_logits"
 
 
 def distillation_loss(labels, student_logits, teacher_logits, temperature,
-                      alpha):
+                      alpha, weights=None):
     """alpha x CE(labels, student) + (1 - alpha) x T^2 x KL(teacher/T ||
     student/T), each a mean over the batch (the hard term over labeled
     rows only; labels < 0 are unlabeled).
 
     The T^2 keeps the soft term's gradients the same size whatever T
     (Hinton et al.). Logits are [batch, K], or [batch, positions, K] with
-    labels [batch, positions] (per-token tasks).
+    labels [batch, positions] (per-token tasks), where `weights` (the
+    shape of `labels`) says which positions count (a word's first piece).
 
     Examples:
         >>> import numpy as np
@@ -52,9 +53,12 @@ def distillation_loss(labels, student_logits, teacher_logits, temperature,
     teacher_log = tf.nn.log_softmax(teacher / temperature)
     soft = tf.reduce_sum(tf.exp(teacher_log) * (
         teacher_log - tf.nn.log_softmax(student / temperature)), axis=-1)
-    soft = tf.reduce_mean(soft) * temperature ** 2
     labels = tf.cast(labels, tf.int64)
-    labeled = tf.cast(labels >= 0, tf.float32)
+    weights = (tf.ones_like(soft) if weights is None
+               else tf.cast(weights, tf.float32))
+    soft = tf.math.divide_no_nan(tf.reduce_sum(soft * weights),
+                                 tf.reduce_sum(weights)) * temperature ** 2
+    labeled = tf.cast(labels >= 0, tf.float32) * weights
     hard = tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.maximum(labels, 0), logits=student)
     hard = tf.math.divide_no_nan(tf.reduce_sum(hard * labeled),
@@ -128,4 +132,4 @@ class Distiller(CheckpointLayout, keras.Model):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
                      training=True):
         return distillation_loss(y, y_pred, self.teacher_logits(x),
-                                 self.temperature, self.alpha)
+                                 self.temperature, self.alpha, sample_weight)
