@@ -5,8 +5,8 @@ from the same all-MiniLM-L6-v2 with the same schedule
 (`configs/finetune/rt_digests_minilm.yaml`); then the mean-pooled export
 answering a 20,000-word document in one request.
 
-    python benchmarks/long_documents.py --out /tmp/long_documents
-    python benchmarks/long_documents.py --out /tmp/long_documents --skip-training
+    python benchmarks/long_documents.py --out runs/long_documents
+    python benchmarks/long_documents.py --out runs/long_documents --skip-training
 
 Each variant is an ordinary `bert-tf finetune` run; with `--skip-training`
 the runs already under `--out` are read back.

@@ -358,7 +358,9 @@ def execute(notebook, cwd, timeout=3600):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", default=list(NOTEBOOKS))
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/notebooks"))
+    parser.add_argument("--workdir", type=Path, default=Path("notebooks_out"),
+                        help="where the notebooks run (their outputs: "
+                             "checkpoints, exports, logs)")
     args = parser.parse_args()
     FOLDER.mkdir(parents=True, exist_ok=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
