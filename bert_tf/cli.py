@@ -469,10 +469,14 @@ def main(argv=None):
             print(f"bert-tf predict: error: {e}", file=sys.stderr)
             return 2
     args, extra = parser.parse_known_args(argv)
-    if extra:
-        if args.command != "pairs" or not args.runner:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        args.pipeline_args = extra
+    if extra and (args.command != "pairs" or not args.runner):
+        kind = getattr(args, "export_kind", None)
+        print(f"bert-tf {args.command}: error: {' '.join(extra)}: not "
+              f"{f'a flag of a {kind} model' if kind else 'a flag here'}; "
+              f"`bert-tf {args.command} {'--model M ' if kind else ''}--help`"
+              " lists them.", file=sys.stderr)
+        return 2
+    args.pipeline_args = extra
     try:
         args.func(args)
     except (ValueError, FileNotFoundError, RuntimeError) as e:
