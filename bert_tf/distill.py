@@ -24,7 +24,7 @@ import tensorflow as tf
 from bert_tf import checkpoints, config as config_lib, finetune
 from bert_tf.data import documents
 from bert_tf.models.distiller import TEACHER_KEY, Distiller
-from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.encoder import INPUT_NAMES, BertEncoder
 from bert_tf.tasks import get_task_class, read_spec
 from bert_tf.tasks.base import restore_finetuned
 from bert_tf.text.features import cut_to_longest
@@ -91,6 +91,11 @@ def teacher_of(directory):
     """(spec, model, vocab) of the teacher's run; a clear error for a kind
     that cannot teach yet."""
     best, spec = read_spec(directory)
+    if getattr(spec, "pair", False) or getattr(spec, "long_document", False):
+        raise ValueError(
+            f"teacher {directory} classifies text pairs or long documents; "
+            "distillation reads single texts of the model's length (pairs "
+            "and windows are not built yet).")
     if spec.kind not in SUPPORTED_KINDS:
         raise ValueError(
             f"teacher {directory} is a {spec.kind} run; distillation "
@@ -197,19 +202,19 @@ class TransferSet:
                              "training split and `unlabeled` hold no text.")
         return texts, labels
 
-    def _rows(self, task, texts, labels):
-        """Encoder inputs, labels and weights of each training row (a text;
-        a window for tagging) for texts[i:i + n]."""
-        preprocessor = task.preprocessor(self.teacher_vocab)
+    @staticmethod
+    def _rows(task, preprocessor, texts, labels):
+        """Encoder inputs, labels and weights (None: every row counts) of
+        the training rows of `texts`: a row per text, or per window for
+        tagging."""
         if task.kind != "tagging":
             x = preprocessor(tf.constant(texts))
             return x, np.array(labels, np.int64), None
         words = tf.ragged.constant(labels, dtype=tf.int32, ragged_rank=1)
         features = preprocessor(tf.constant(texts), tf.maximum(words, 0))
-        x = {k: features[k] for k in ("input_word_ids", "input_mask",
-                                      "input_type_ids")}
+        x = {k: features[k] for k in INPUT_NAMES}
         # Unlabeled words carry -1 at their first piece (soft loss only).
-        unlabeled = tf.gather(tf.constant([min(min(l), 0) if l else 0
+        unlabeled = tf.gather(tf.constant([-1 if l and l[0] < 0 else 0
                                            for l in labels]),
                               features["example_index"])
         y = tf.where((unlabeled[:, None] < 0) & (features["label_weights"] >
@@ -223,11 +228,13 @@ class TransferSet:
             return self.arrays
         start = time.perf_counter()
         texts, labels = self.texts(task, data)
+        preprocessor = task.preprocessor(self.teacher_vocab)
         forward = tf.function(lambda x: self.teacher(x, training=False))
         parts = []
         step = 64 if task.kind == "tagging" else 256
         for i in range(0, len(texts), step):
-            x, y, w = self._rows(task, texts[i:i + step], labels[i:i + step])
+            x, y, w = self._rows(task, preprocessor, texts[i:i + step],
+                                 labels[i:i + step])
             parts.append(({k: v.numpy() for k, v in x.items()} | {
                 TEACHER_KEY: tf.cast(forward(x), tf.float32).numpy()}, y, w))
         x = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
