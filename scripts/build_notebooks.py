@@ -355,6 +355,17 @@ def execute(notebook, cwd, timeout=3600):
     return notebook
 
 
+def home_as_tilde(notebook):
+    """Outputs name the sample cache as ~/.cache/..., not this machine's
+    home directory."""
+    home = str(Path.home())
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                output["text"] = output["text"].replace(home, "~")
+    return notebook
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", default=list(NOTEBOOKS))
@@ -367,7 +378,8 @@ def main():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     for name in args.names:
         start = time.perf_counter()
-        notebook = execute(build(NOTEBOOKS[name]), args.workdir)
+        notebook = home_as_tilde(execute(build(NOTEBOOKS[name]),
+                                         args.workdir))
         path = FOLDER / f"{name}.ipynb"
         nbformat.write(notebook, path)
         print(f"wrote {path} (ran in {time.perf_counter() - start:.0f} s)",
