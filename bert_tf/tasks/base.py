@@ -6,7 +6,7 @@ imports its `Task` subclass, registered with `@register`; an export-only
 kind (a pre-trained encoder's `embeddings`, `fill_mask`) registers its
 `ExportKind` the same way. The registry finds a kind by importing the
 folder of that name, so adding a kind touches nothing outside its folder.
-A `Task` subclass It answers: how
+A `Task` subclass answers: how
 to read its data (`load_data`), how examples become model features in
 `tf.data` (`train_dataset`, with the same Keras layers as the exported
 graph), which model to build (`build_model`) and compile (`compile`), how
