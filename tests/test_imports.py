@@ -130,14 +130,16 @@ def test_no_task_kind_imports_another():
 
 
 # ARCHITECTURE.md's layers, bottom up; a module imports only from its own
-# layer or below. `finetune` and `pretrain` run tasks and checkpoints, the
-# CLI and the demo run everything.
+# layer or below. `finetune` and `pretrain` run tasks and checkpoints,
+# `distill` runs a fine-tuning run with a teacher, the CLI and the demo run
+# everything.
 LAYERS = [
     {"config", "config_io", "presets", "text", "layers", "training",
      "losses", "storage", "safe_io"},
     {"models", "data"},
     {"tasks", "checkpoints", "serving"},
     {"finetune", "pretrain"},
+    {"distill"},
     {"cli", "demo"},
 ]
 # Within a layer, these know nothing of each other.

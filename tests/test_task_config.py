@@ -40,9 +40,9 @@ def test_kind_keys_are_typed_and_checked_when_read(tmp_path):
                                                 "doc_strid": 32}))
     # Another kind's key is unknown to this kind.
     with pytest.raises(ValueError, match="Unknown config key "
-                       "'task.doc_stride'"):
+                       "'task.max_query_length'"):
         finetune.load(_finetune_yaml(tmp_path, {"kind": "classification",
-                                                "doc_stride": 32}))
+                                                "max_query_length": 32}))
     with pytest.raises(ValueError, match=r"task.doc_stride = 'x': expected "
                        "int"):
         finetune.load(_finetune_yaml(tmp_path, {"kind": "span_qa",
