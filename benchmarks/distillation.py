@@ -27,6 +27,7 @@ from timing import batch1_latencies  # noqa: E402
 
 from bert_tf.data.sample_texts import rt_splits  # noqa: E402
 from bert_tf.serving.export import export_model  # noqa: E402
+from bert_tf.tasks import load_finetuned  # noqa: E402
 
 
 def measure(run, texts, out, calls=300):
@@ -45,8 +46,7 @@ def measure(run, texts, out, calls=300):
         serve(text=tf.constant(batch))
     throughput = 320 / (time.perf_counter() - start)
     metrics = json.loads((Path(run) / "best" / "metrics.json").read_text())
-    model = tf.saved_model.load(str(report["path"]))
-    parameters = sum(int(np.prod(v.shape)) for v in model.variables)
+    parameters = load_finetuned(run)[1].count_params()
     return {"test": metrics["test"]["accuracy"], "p50": p50, "p99": p99,
             "throughput": throughput, "parameters": parameters}
 
