@@ -73,6 +73,7 @@ def test_truncated_teacher_encoder_and_unlabeled_text(toy_run, tmp_path):
     assert result.test["accuracy"] >= 0.9  # starts from the teacher
 
 
+@pytest.mark.slow
 def test_bad_setups_fail_before_training(toy_run, tmp_path):
     toy_dir, _ = toy_run
     teacher = toy_dir / "run"
