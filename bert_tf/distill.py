@@ -172,6 +172,7 @@ class TransferSet:
         self.cfg, self.task, self.teacher, self.log = cfg, task, teacher, log
         self.teacher_vocab = teacher_vocab
         self.arrays = None
+        self._texts = None  # read once: the empty check, then the teacher
 
     def unlabeled_texts(self):
         if not self.cfg.unlabeled:
@@ -184,6 +185,8 @@ class TransferSet:
         """(texts, labels) of the training split plus the unlabeled text:
         per text a class id, or (tagging) a list of tag ids per word; -1
         for unlabeled."""
+        if self._texts is not None:
+            return self._texts
         extra = self.unlabeled_texts()
         if task.kind == "tagging":
             texts, labels = task._examples(data, "train")
@@ -200,7 +203,8 @@ class TransferSet:
         if not texts:
             raise ValueError("the transfer set is empty: the task's "
                              "training split and `unlabeled` hold no text.")
-        return texts, labels
+        self._texts = (texts, labels)
+        return self._texts
 
     @staticmethod
     def _rows(task, preprocessor, texts, labels):

@@ -63,7 +63,8 @@ class BertClassifier(TaskModel):
         self.pooling = pooling
         self.window_pooling = window_pooling
         self.window_scorer = None
-        self.window_mean = MaskedMeanPool(dtype=encoder.dtype_policy)
+        if window_pooling and pooling == "mean":
+            self.window_mean = MaskedMeanPool(dtype=encoder.dtype_policy)
         if window_pooling == "attention":
             self.window_scorer = keras.layers.Dense(
                 1, name="window_scorer", dtype=encoder.dtype_policy)
