@@ -1,5 +1,7 @@
 """Distillation: a tiny fine-tuned teacher teaches a tinier student."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -56,21 +58,40 @@ def test_student_learns_the_teacher(toy_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_truncated_teacher_encoder_and_unlabeled_text(toy_run, tmp_path):
+def test_truncated_teacher_encoder_unlabeled_augmented_and_matched(
+        toy_run, tmp_path):
+    """Every source of the transfer set at once (the training split,
+    unlabeled lines, augmented copies) and intermediate matching of the
+    student's block to the teacher's."""
     toy_dir, _ = toy_run
     cfg = distill_config(toy_dir / "run", toy_dir, tmp_path / "s",
                          init="teacher", layers=[0], epochs=1,
-                         encoder=dict(ENCODER),
+                         encoder=dict(ENCODER), augment=1,
+                         hidden_weight=1.0, attention_weight=1.0,
                          unlabeled=[f"lines:{tmp_path / 'more.txt'}"])
     (tmp_path / "more.txt").write_text(
         "\n".join(["the film was great and new"] * 40 +
                   ["the film was dull"] * 40) + "\n")
     lines = []
     result = distill.run(cfg, log=lines.append)
-    assert any("40 unlabeled" in line or "80 unlabeled" in line
-               for line in lines), lines
-    assert "blocks [0]" in "\n".join(lines)
+    text = "\n".join(lines)
+    assert re.search(r"teacher outputs for 720 texts \(320 labeled, 80 "
+                     r"unlabeled, 320 augmented; 720 rows\)", text), text
+    assert "blocks [0]" in text
+    assert "teacher blocks [0] (hidden x1, attention x1)" in text
     assert result.test["accuracy"] >= 0.9  # starts from the teacher
+
+
+def test_augmented_copies_keep_words_and_replace_some():
+    from bert_tf.distill.transfer import augmented_texts
+    texts = ["the film was great and new", "dull", ""]
+    copies = augmented_texts(texts, 3, 0.3, ["alpha", "beta"], seed=0)
+    assert len(copies) == 6  # the empty text has no copy
+    for copy, source in zip(copies, [texts[0]] * 3 + [texts[1]] * 3):
+        words, original = copy.split(), source.split()
+        assert len(words) == len(original)
+        changed = [w for w, o in zip(words, original) if w != o]
+        assert changed and set(changed) <= {"[MASK]", "alpha", "beta"}
 
 
 @pytest.mark.slow
@@ -92,13 +113,26 @@ def test_bad_setups_fail_before_training(toy_run, tmp_path):
         with pytest.raises(ValueError, match=message):
             distill.run(cfg, log=lambda *a: None)
         assert not (tmp_path / "x").exists()
-    tagging = tmp_path / "tagger" / "best"
-    tagging.mkdir(parents=True)
-    (tagging / "task.yaml").write_text(yaml.safe_dump(
-        {"kind": "span_qa", "name": "sample:wnut_qa"}))
-    cfg = distill_config(tagging.parent, toy_dir, tmp_path / "x")
-    with pytest.raises(ValueError, match="supports classification"):
+    chooser = tmp_path / "chooser" / "best"
+    chooser.mkdir(parents=True)
+    (chooser / "task.yaml").write_text(yaml.safe_dump(
+        {"kind": "multiple_choice", "name": "sample:next_sentence"}))
+    cfg = distill_config(chooser.parent, toy_dir, tmp_path / "x")
+    with pytest.raises(ValueError, match="supports classification, "
+                                         "tagging, span_qa"):
         distill.run(cfg, log=lambda *a: None)
+    # Intermediate matching: a block past the teacher's, or attention
+    # across head counts.
+    for overrides, message in [
+            ({"hidden_weight": 1.0, "layer_map": [3]},
+             r"layer_map = \[3\]: one teacher block \(0 to 0\)"),
+            ({"attention_weight": 1.0,
+              "encoder": {**ENCODER, "num_heads": 1}},
+             "equal head counts")]:
+        cfg = distill_config(teacher, toy_dir, tmp_path / "x", **overrides)
+        with pytest.raises(ValueError, match=message):
+            distill.run(cfg, log=lambda *a: None)
+        assert not (tmp_path / "x").exists()
     empty = tmp_path / "empty.tsv"
     empty.write_text("sentence\tlabel\n")
     cfg = distill_config(teacher, toy_dir, tmp_path / "x",

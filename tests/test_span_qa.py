@@ -581,3 +581,42 @@ def test_rest_and_grpc_client_requests(qa_export):
         if direct["has_answer"][i]:
             assert context[direct["start"][i]:direct["end"][i]] == \
                 direct["answer"][i].decode()
+
+
+@pytest.mark.slow
+def test_exported_qa_teacher_teaches_a_narrower_student(qa_run, qa_export,
+                                                        tmp_path):
+    """An export teaches (its weights read back into the task model): the
+    toy QA teacher (L2/H64) trains a student of one block and half the
+    width on its start and end distributions, with hidden states (through
+    a projection) and attention matched. The loss falls, and the
+    student's answers score near the teacher's."""
+    from bert_tf import distill
+    directory, teacher = qa_run
+    cfg = distill.load_dict({
+        "teacher": str(qa_export[0]), "init": "",
+        "vocab": str(directory / "vocab.txt"),
+        "encoder": {**ENCODER, "hidden_size": 32, "num_layers": 1,
+                    "intermediate_size": 64},
+        "seq_length": 32, "batch_size": 32, "epochs": 8,
+        "optimizer": {"learning_rate": 2e-3}, "temperature": 2.0,
+        "alpha": 0.5, "hidden_weight": 1.0, "attention_weight": 1.0,
+        "trainer": {"model_dir": str(tmp_path / "student"),
+                    "steps_per_loop": 6, "seed": 1}})
+    lines = []
+    result = distill.run(cfg, log=lines.append)
+    text = "\n".join(lines)
+    assert "teacher outputs for 384 texts" in text, text
+    assert "teacher blocks [1] (hidden x1, attention x1, projected)" in text
+    losses = [h["loss"] for h in result.history]
+    assert losses[-1] < losses[0] * 0.5, losses
+    assert result.test["f1"] >= teacher.test["f1"] - 15, (result.test,
+                                                          teacher.test)
+    # The projection is the distiller's: kept in the training checkpoint
+    # (an exact resume), while best/ loads as an ordinary 1-block student.
+    state = tf.train.load_checkpoint(str(tf.train.latest_checkpoint(
+        tmp_path / "student" / "checkpoints")))
+    assert any(k.startswith("distill_projection/")
+               for k in state.get_variable_to_shape_map())
+    _, student, _, _ = load_finetuned(tmp_path / "student")
+    assert student.encoder.config.num_layers == 1

@@ -95,9 +95,9 @@ class MultiHeadSelfAttention(ConfigLayer):
         self.output_dense.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, x, input_mask, training=None):
-        """`x`: [batch, seq, H], or token rows [batch * seq, H] of
-        `input_mask`'s [batch, seq] (returned in the same shape)."""
+    def _attend(self, x, input_mask):
+        """(float32 attention probabilities [batch, heads, seq, seq],
+        values [batch, heads, seq, head_size]) of `x`."""
         batch, length = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
         rows = ops.reshape(x, (-1, self.hidden_size))
         qkv = ops.reshape(self.qkv(rows),
@@ -109,8 +109,20 @@ class MultiHeadSelfAttention(ConfigLayer):
             1.0 / math.sqrt(self.head_size), query.dtype)
         logits = ops.cast(logits, "float32") + attention_logit_bias(
             input_mask, self.causal)
-        probs = ops.cast(ops.softmax(logits, axis=-1), self.compute_dtype)
-        probs = self.dropout(probs, training=training)
+        return ops.softmax(logits, axis=-1), value
+
+    def probabilities(self, x, input_mask):
+        """The attention distributions (float32 [batch, heads, seq, seq],
+        before dropout) of the input `x` [batch, seq, H]: what
+        distillation matches (MiniLM, TinyBERT)."""
+        return self._attend(x, input_mask)[0]
+
+    def call(self, x, input_mask, training=None):
+        """`x`: [batch, seq, H], or token rows [batch * seq, H] of
+        `input_mask`'s [batch, seq] (returned in the same shape)."""
+        probs, value = self._attend(x, input_mask)
+        probs = self.dropout(ops.cast(probs, self.compute_dtype),
+                             training=training)
         context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
         out = self.output_dense(ops.reshape(context, (-1, self.hidden_size)))
         return ops.reshape(out, ops.shape(x))

@@ -12,17 +12,30 @@ distill` does) or from a teacher model run on each batch (a notebook).
 Labels below 0 mark unlabeled examples (a transfer set of raw text): only
 the soft loss reads them.
 
+Span QA students learn the teacher's start and end distributions over
+each window's real tokens. Intermediate-layer matching (TinyBERT, MiniLM)
+adds, per matched block, the mean squared error between the student's
+hidden states (through a learned projection when the widths differ) and
+the teacher's, and the KL divergence between their attention
+distributions (when the head counts match); it runs the teacher's encoder
+on each batch.
+
 Checkpoints, evaluation and export see the student alone: the distiller
 exposes its encoder and heads, so a distillation run's `best/` is an
-ordinary fine-tuning run of the student.
+ordinary fine-tuning run of the student (the projection is kept in
+training checkpoints, for an exact resume, under its own root).
 """
 
 import keras
 import tensorflow as tf
 
 from bert_tf.models.checkpoint_layout import CheckpointLayout
+from bert_tf.models.encoder import INPUT_NAMES, select_inputs
 
 TEACHER_KEY = "teacher_logits"
+SPAN_OUTPUTS = ("start_logits", "end_logits")
+PROJECTION_ROOT = "distill_projection"
+_MASKED = -1e9
 
 
 def distillation_loss(labels, student_logits, teacher_logits, temperature,
@@ -66,15 +79,90 @@ def distillation_loss(labels, student_logits, teacher_logits, temperature,
     return alpha * hard + (1.0 - alpha) * soft
 
 
+def span_distillation_loss(labels, student, teacher_logits, input_mask,
+                           temperature, alpha):
+    """The mean of `distillation_loss` over the start and the end
+    distributions of span QA windows, each over the window's real tokens.
+
+    Args:
+        labels: int [W, 2], the start and end positions (0, `[CLS]`: no
+            answer in the window; < 0: unlabeled).
+        student: {"start_logits", "end_logits"}: [W, L] each.
+        teacher_logits: [W, L, 2], start and end stacked.
+        input_mask: [W, L], 1 for real tokens.
+
+    Examples:
+        >>> import numpy as np
+        >>> t = np.zeros((1, 3, 2), "float32"); t[0, 1] = 4.0
+        >>> s = {"start_logits": t[..., 0], "end_logits": t[..., 1]}
+        >>> round(float(span_distillation_loss(np.array([[1, 1]]), s, t,
+        ...     np.array([[1, 1, 0]]), 2.0, 0.0)), 4)  # they agree
+        0.0
+    """
+    outside = (1.0 - tf.cast(input_mask, tf.float32)) * _MASKED
+    labels = tf.cast(labels, tf.int64)
+    total = 0.0
+    for i, name in enumerate(SPAN_OUTPUTS):
+        total += distillation_loss(
+            labels[:, i], tf.cast(student[name], tf.float32) + outside,
+            tf.cast(teacher_logits[..., i], tf.float32) + outside,
+            temperature, alpha)
+    return total / 2.0
+
+
+def hidden_state_loss(student, teacher, input_mask):
+    """Mean squared error between hidden states [batch, seq, H] over the
+    real tokens (TinyBERT's hidden-state loss)."""
+    mask = tf.cast(input_mask, tf.float32)[..., None]
+    error = tf.reduce_mean(tf.square(tf.cast(student, tf.float32) -
+                                     tf.cast(teacher, tf.float32)), -1)
+    return tf.math.divide_no_nan(tf.reduce_sum(error * mask[..., 0]),
+                                 tf.reduce_sum(mask))
+
+
+def attention_loss(student, teacher, input_mask):
+    """KL(teacher || student) of attention distributions [batch, heads,
+    seq, seq], averaged over heads and real query tokens (MiniLM's
+    self-attention distribution transfer)."""
+    student = tf.cast(student, tf.float32)
+    teacher = tf.cast(teacher, tf.float32)
+    kl = tf.reduce_sum(teacher * (tf.math.log(teacher + 1e-9) -
+                                  tf.math.log(student + 1e-9)), -1)
+    mask = tf.cast(input_mask, tf.float32)[:, None, :]
+    return tf.math.divide_no_nan(
+        tf.reduce_sum(kl * mask),
+        tf.reduce_sum(mask) * tf.cast(tf.shape(kl)[1], tf.float32))
+
+
+def uniform_layer_map(student_layers, teacher_layers):
+    """The teacher block each student block matches, spread evenly and
+    ending at the last (TinyBERT's uniform strategy).
+
+    Examples:
+        >>> uniform_layer_map(3, 6), uniform_layer_map(2, 6)
+        ([1, 3, 5], [2, 5])
+    """
+    return [(i + 1) * teacher_layers // student_layers - 1
+            for i in range(student_layers)]
+
+
 class Distiller(CheckpointLayout, keras.Model):
     """A student task model trained on a teacher's outputs.
 
     Args:
         student: a task model (e.g. a `BertClassifier`); what is trained.
         teacher: the teacher task model (frozen), run on each batch whose
-            inputs carry no `teacher_logits`; None when every batch does.
+            inputs carry no `teacher_logits` (and on every batch when
+            intermediate layers are matched); None when every batch
+            carries them.
         temperature: T of the softened distributions (> 0).
         alpha: weight of the hard-label loss, in [0, 1].
+        hidden_weight: weight of the hidden-state loss of matched blocks
+            (0: off).
+        attention_weight: weight of the attention-distribution loss of
+            matched blocks (0: off; needs equal head counts).
+        layer_map: the teacher block each student block matches (default
+            `uniform_layer_map`).
 
     Examples:
         >>> import numpy as np
@@ -84,7 +172,10 @@ class Distiller(CheckpointLayout, keras.Model):
         >>> teacher = BertClassifier(BertEncoder.from_preset("bert_tiny"), 2)
         >>> student = BertClassifier(BertEncoder.from_preset(
         ...     "bert_tiny", num_layers=1), 2)
-        >>> distiller = Distiller(student, teacher, temperature=2.0)
+        >>> distiller = Distiller(student, teacher, temperature=2.0,
+        ...                       hidden_weight=1.0, attention_weight=1.0)
+        >>> distiller.layer_map
+        [1]
         >>> distiller.compile(optimizer=keras.optimizers.Adam(1e-3))
         >>> x = {"input_word_ids": np.full((8, 8), 1000, "int32"),
         ...      "input_mask": np.ones((8, 8), "int32"),
@@ -96,20 +187,57 @@ class Distiller(CheckpointLayout, keras.Model):
     """
 
     def __init__(self, student, teacher=None, temperature=2.0, alpha=0.5,
+                 hidden_weight=0.0, attention_weight=0.0, layer_map=None,
                  **kwargs):
         super().__init__(**kwargs)
         if not temperature > 0:
             raise ValueError(f"temperature = {temperature}: must be > 0.")
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha = {alpha}: must be in [0, 1].")
+        if hidden_weight < 0 or attention_weight < 0:
+            raise ValueError("hidden_weight and attention_weight must be "
+                             ">= 0.")
         # === Layers ===
         self.student = student
         self.teacher = teacher
         if teacher is not None:
             teacher.trainable = False
+        self.projection = None
         # === Config ===
         self.temperature = float(temperature)
         self.alpha = float(alpha)
+        self.hidden_weight = float(hidden_weight)
+        self.attention_weight = float(attention_weight)
+        self.layer_map = None
+        if self.matches_layers:
+            self._set_up_matching(layer_map)
+
+    @property
+    def matches_layers(self):
+        return self.hidden_weight > 0 or self.attention_weight > 0
+
+    def _set_up_matching(self, layer_map):
+        if self.teacher is None:
+            raise ValueError("matching intermediate layers needs the "
+                             "teacher model (it runs on each batch).")
+        s, t = self.student.encoder.config, self.teacher.encoder.config
+        self.layer_map = list(layer_map or uniform_layer_map(
+            s.num_layers, t.num_layers))
+        if len(self.layer_map) != s.num_layers or any(
+                not 0 <= i < t.num_layers for i in self.layer_map):
+            raise ValueError(
+                f"layer_map = {self.layer_map}: one teacher block (0 to "
+                f"{t.num_layers - 1}) per student block ({s.num_layers}).")
+        if self.attention_weight > 0 and s.num_heads != t.num_heads:
+            raise ValueError(
+                f"attention matching needs equal head counts: the student "
+                f"has {s.num_heads}, the teacher {t.num_heads}; set "
+                "attention_weight to 0 (hidden states still match).")
+        if self.hidden_weight > 0 and s.hidden_size != t.hidden_size:
+            # TinyBERT's learned W_h: student width to the teacher's.
+            self.projection = keras.layers.Dense(
+                t.hidden_size, name=PROJECTION_ROOT)
+            self.projection.build((None, s.hidden_size))
 
     @property
     def encoder(self):
@@ -118,18 +246,75 @@ class Distiller(CheckpointLayout, keras.Model):
     def checkpoint_heads(self):
         return self.student.checkpoint_heads()
 
-    def call(self, inputs, training=None):
-        return self.student(inputs, training=training)
+    def checkpoint_roots(self):
+        roots = super().checkpoint_roots()
+        if self.projection is not None:
+            roots[PROJECTION_ROOT] = self.projection
+        return roots
 
-    def teacher_logits(self, x):
+    def call(self, inputs, training=None):
+        if not (training and self.matches_layers):
+            return self.student(inputs, training=training)
+        states = self.student.encoder(inputs, training=training)
+        # The loss reads the student's hidden states of this same forward
+        # pass; `compute_loss` runs right after `call` in one train step.
+        object.__setattr__(self, "_student_states", states)
+        return self.student.head_on(states, inputs["input_mask"],
+                                    training=training)
+
+    def teacher_logits(self, x, states=None):
         if isinstance(x, dict) and TEACHER_KEY in x:
             return x[TEACHER_KEY]
         if self.teacher is None:
             raise ValueError(f"the batch carries no `{TEACHER_KEY}` and the "
                              "distiller has no teacher to compute them.")
-        return tf.stop_gradient(self.teacher(x, training=False))
+        out = (self.teacher.head_on(states, x["input_mask"]) if states
+               else self.teacher(select_inputs(x, INPUT_NAMES), training=False))
+        if isinstance(out, dict):
+            out = tf.stack([out[name] for name in SPAN_OUTPUTS], -1)
+        return tf.stop_gradient(out)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
                      training=True):
-        return distillation_loss(y, y_pred, self.teacher_logits(x),
-                                 self.temperature, self.alpha, sample_weight)
+        matching = training and self.matches_layers
+        teacher_states = None
+        if matching:
+            teacher_states = tf.nest.map_structure(
+                tf.stop_gradient, self.teacher.encoder(x, training=False))
+        logits = self.teacher_logits(x, teacher_states)
+        if isinstance(y_pred, dict):
+            loss = span_distillation_loss(y, y_pred, logits, x["input_mask"],
+                                          self.temperature, self.alpha)
+        else:
+            loss = distillation_loss(y, y_pred, logits, self.temperature,
+                                     self.alpha, sample_weight)
+        if matching:
+            loss += self.intermediate_loss(
+                self._student_states, teacher_states, x["input_mask"])
+        return loss
+
+    def intermediate_loss(self, student, teacher, input_mask):
+        """The weighted hidden-state and attention losses of the matched
+        blocks (student and teacher: the encoders' output dicts)."""
+        total = 0.0
+        blocks = self.student.encoder.transformer_layers
+        teacher_blocks = self.teacher.encoder.transformer_layers
+
+        def block_input(states, i):
+            return (states["embedding_output"] if i == 0
+                    else states["encoder_outputs"][i - 1])
+
+        for j, t in enumerate(self.layer_map):
+            if self.hidden_weight:
+                hidden = student["encoder_outputs"][j]
+                if self.projection is not None:
+                    hidden = self.projection(hidden)
+                total += self.hidden_weight * hidden_state_loss(
+                    hidden, teacher["encoder_outputs"][t], input_mask)
+            if self.attention_weight:
+                total += self.attention_weight * attention_loss(
+                    blocks[j].attention.probabilities(
+                        block_input(student, j), input_mask),
+                    tf.stop_gradient(teacher_blocks[t].attention.probabilities(
+                        block_input(teacher, t), input_mask)), input_mask)
+        return total / len(self.layer_map)

@@ -33,15 +33,25 @@ class TaskModel(CheckpointLayout, keras.Model):
         self.encoder = encoder
         self.head = head
 
+        self.encoder_output = encoder_output
+        self.feature_pool = (MaskedMeanPool(dtype=encoder.dtype_policy)
+                             if encoder_output == "mean_pooled" else None)
+
         # === Functional model ===
         inputs = encoder_inputs()
-        outputs = encoder(inputs)
-        if encoder_output == "mean_pooled":
-            features = MaskedMeanPool(dtype=encoder.dtype_policy)(
-                outputs["sequence_output"], inputs["input_mask"])
+        super().__init__(inputs=inputs, outputs=self.head_on(
+            encoder(inputs), inputs["input_mask"]), **kwargs)
+
+    def head_on(self, encoder_outputs, input_mask, training=None):
+        """The model's outputs from the encoder's (`encoder_outputs`, the
+        dict it returns): what calling the model computes, for a caller
+        that also reads the encoder's hidden states (distillation)."""
+        if self.feature_pool is not None:
+            features = self.feature_pool(encoder_outputs["sequence_output"],
+                                         input_mask)
         else:
-            features = outputs[encoder_output]
-        super().__init__(inputs=inputs, outputs=head(features), **kwargs)
+            features = encoder_outputs[self.encoder_output]
+        return self.head(features, training=training)
 
     def _build_dense(self, encoder, count_arg, count, dropout,
                      encoder_output, **kwargs):

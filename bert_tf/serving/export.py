@@ -344,9 +344,10 @@ def _write_export(out, spec, vocab, model, log, make_module):
         warmup.write_warmup_requests(extra / "tf_serving_warmup_requests",
                                      requests, out.parent.name)
         (extra / SIGNATURE_TENSORS).write_text(_signature_tensors(saved))
-        (extra / "bert_tf.json").write_text(json.dumps(
-            {k: v for k, v in spec.items() if k != "encoder"}, indent=2) +
-            "\n")
+        # The whole spec, encoder shape included: an export can teach
+        # (`bert-tf distill`) without its run.
+        (extra / "bert_tf.json").write_text(json.dumps(spec, indent=2) +
+                                            "\n")
         ops = audit_ops(saved)
     replace_directory(saved, out, "the export")
     staging.rmtree(ignore_errors=True)
