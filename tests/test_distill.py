@@ -166,3 +166,40 @@ def test_tagging_teacher_teaches_a_shallower_student(tmp_path_factory):
     assert losses[-1] < losses[0], losses
     assert result.test["f1"] >= teacher.test["f1"] - 0.15, (
         result.test, teacher.test)
+
+
+def test_intermediate_losses_vanish_for_the_teachers_own_blocks():
+    """A student that is a copy of the 2-block teacher matches it
+    exactly: with the identity map both intermediate losses are 0, and a
+    differently initialised student's are not. `head_on` gives the
+    model's own outputs."""
+    import keras
+
+    from bert_tf.models.distiller import Distiller
+    from bert_tf.models.encoder import BertEncoder
+    from bert_tf.tasks.classification.model import BertClassifier
+
+    def classifier(seed):
+        keras.utils.set_random_seed(seed)
+        return BertClassifier(BertEncoder(
+            vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
+            intermediate_size=32, max_position_embeddings=16), 2,
+            pooling="mean")
+
+    teacher, copy, other = classifier(0), classifier(0), classifier(1)
+    ids = np.random.default_rng(0).integers(5, 50, (4, 8)).astype("int32")
+    mask = np.ones_like(ids)
+    mask[:, 6:] = 0
+    x = {"input_word_ids": ids, "input_mask": mask,
+         "input_type_ids": np.zeros_like(ids)}
+    states = teacher.encoder(x)
+    np.testing.assert_allclose(teacher.head_on(states, mask), teacher(x),
+                               atol=1e-6)
+    losses = {}
+    for name, student in (("copy", copy), ("other", other)):
+        distiller = Distiller(student, teacher, hidden_weight=1.0,
+                              attention_weight=1.0, layer_map=[0, 1])
+        losses[name] = float(distiller.intermediate_loss(
+            student.encoder(x), states, mask))
+    assert losses["copy"] == pytest.approx(0.0, abs=1e-6)
+    assert losses["other"] > 0.1, losses

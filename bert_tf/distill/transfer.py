@@ -181,7 +181,8 @@ class TransferSet:
         w = None if parts[0][2] is None else np.concatenate(
             [p[2] for p in parts])
         self.arrays = (x, y) if w is None else (x, y, w)
-        counts = ", ".join(f"{v:,} {k}" for k, v in self.counts.items())
+        counts = ", ".join(f"{v:,} {k}" for k, v in self.counts.items()
+                           if v or k == "labeled")
         self.log(f"teacher outputs for {len(texts):,} texts ({counts}; "
                  f"{len(y):,} rows) in {time.perf_counter() - start:.1f} s")
         return self.arrays
