@@ -30,7 +30,7 @@ def augmented_texts(texts, copies, rate, words, seed=0):
 
     Examples:
         >>> augmented_texts(["a b c d"], 2, 0.5, ["x", "y"], seed=1)
-        ['a b [MASK] d', 'a x [MASK] d']
+        ['[MASK] b x d', '[MASK] b y [MASK]']
     """
     rng = np.random.default_rng(seed)
     out = []
