@@ -121,6 +121,16 @@ def test_bad_setups_fail_before_training(toy_run, tmp_path):
     with pytest.raises(ValueError, match="supports classification, "
                                          "tagging, span_qa"):
         distill.run(cfg, log=lambda *a: None)
+    # An export of an older bert_tf: no encoder shape recorded.
+    old_export = tmp_path / "old_export" / "1"
+    (old_export / "assets.extra").mkdir(parents=True)
+    (old_export / "saved_model.pb").write_bytes(b"")
+    (old_export / "assets.extra" / "bert_tf.json").write_text(
+        '{"kind": "classification", "name": "local"}')
+    cfg = distill_config(old_export, toy_dir, tmp_path / "x")
+    with pytest.raises(ValueError, match="older bert_tf.*export the run "
+                                         "again"):
+        distill.run(cfg, log=lambda *a: None)
     # Intermediate matching: a block past the teacher's, or attention
     # across head counts.
     for overrides, message in [

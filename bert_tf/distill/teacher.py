@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints, config as config_lib, finetune
 from bert_tf.models.encoder import BertEncoder
+from bert_tf.serving.export import load_exported
 from bert_tf.storage import GPath
 from bert_tf.tasks import get_task_class, read_spec
 from bert_tf.tasks.base import (build_encoder, restore_finetuned,
@@ -66,9 +67,7 @@ def _restore_export(task, path):
     """(model, vocab) of an export: the task model built from its spec,
     with the SavedModel's variables assigned in order (an export keeps its
     model's variables, `TaskModule.model_variables`)."""
-    import tensorflow_text  # noqa: F401 (the export tokenizes)
-
-    loaded = tf.saved_model.load(str(path))
+    loaded = load_exported(path)  # a damaged export is named, file by file
     model = task.build_model(build_encoder(task.spec))
     saved = list(getattr(loaded, "model_variables", []))
     if len(saved) != len(model.variables) or any(
