@@ -121,6 +121,13 @@ def test_bad_setups_fail_before_training(toy_run, tmp_path):
     with pytest.raises(ValueError, match="supports classification, "
                                          "tagging, span_qa"):
         distill.run(cfg, log=lambda *a: None)
+    scorer = tmp_path / "scorer" / "best"
+    scorer.mkdir(parents=True)
+    (scorer / "task.yaml").write_text(yaml.safe_dump(
+        {"kind": "classification", "name": "local", "regression": True}))
+    cfg = distill_config(scorer.parent, toy_dir, tmp_path / "x")
+    with pytest.raises(ValueError, match="is a regression run"):
+        distill.run(cfg, log=lambda *a: None)
     # An export of an older bert_tf: no encoder shape recorded.
     old_export = tmp_path / "old_export" / "1"
     (old_export / "assets.extra").mkdir(parents=True)
