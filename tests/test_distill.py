@@ -1,5 +1,6 @@
 """Distillation: a tiny fine-tuned teacher teaches a tinier student."""
 
+import dataclasses
 import re
 
 import numpy as np
@@ -220,3 +221,53 @@ def test_intermediate_losses_vanish_for_the_teachers_own_blocks():
             student.encoder(x), states, mask))
     assert losses["copy"] == pytest.approx(0.0, abs=1e-6)
     assert losses["other"] > 0.1, losses
+
+
+@pytest.mark.slow
+def test_pair_teacher_teaches_from_text_pairs(tmp_path):
+    """A toy sentence-pair classifier (the label is the second text's
+    sentiment) teaches a student with half its feed-forward width: the
+    transfer set holds the pairs, and the student learns them."""
+    from toy_task import WORDS, finetune_config
+    from bert_tf import finetune
+    from bert_tf.text.vocab import SPECIAL_TOKENS, Vocab
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 320), ("dev", 64), ("test", 64)):
+        lines = ["first\tsecond\tlabel"]
+        for _ in range(n):
+            good = rng.random() < 0.5
+            word = rng.choice(["good", "great"] if good else ["bad", "dull"])
+            other = rng.choice(["good", "bad", "new"])
+            lines.append(f"the film was {other}\tit was {word}\t"
+                         f"{'positive' if good else 'negative'}")
+        (tmp_path / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    Vocab(tuple(SPECIAL_TOKENS) + tuple(WORDS) + ("it",)).save(
+        tmp_path / "vocab.txt")
+    task = {"name": "local", "text": "first", "text_b": "second",
+            **{f"{s}_file": str(tmp_path / f"{f}.tsv") for s, f in (
+                ("train", "train"), ("validation", "dev"),
+                ("test", "test"))}}
+    encoder = {**ENCODER, "vocab_size": len(SPECIAL_TOKENS) + len(WORDS) + 1}
+    teacher = finetune.run(finetune_config({
+        "task": task, "vocab": str(tmp_path / "vocab.txt"),
+        "encoder": encoder, "seq_length": 16, "batch_size": 32, "epochs": 6,
+        "optimizer": {"learning_rate": 3e-3},
+        "trainer": {"model_dir": str(tmp_path / "teacher"),
+                    "steps_per_loop": 5, "seed": 1}}, {}),
+        log=lambda *a: None)
+    cfg = distill.load_dict({
+        "teacher": str(tmp_path / "teacher"), "init": "",
+        "vocab": str(tmp_path / "vocab.txt"),
+        "encoder": {**encoder, "intermediate_size": 32}, "seq_length": 16,
+        "batch_size": 32, "epochs": 6, "optimizer": {"learning_rate": 3e-3},
+        "trainer": {"model_dir": str(tmp_path / "student"),
+                    "steps_per_loop": 5, "seed": 1}})
+    lines = []
+    result = distill.run(cfg, log=lines.append)
+    assert any("teacher outputs for 320 texts" in line for line in lines)
+    assert any("pairs" in line for line in lines), lines
+    assert teacher.test["accuracy"] >= 0.9, teacher.test
+    assert result.test["accuracy"] >= 0.9, result.test
+    with pytest.raises(ValueError, match="a pair teacher reads text pairs"):
+        distill.run(dataclasses.replace(cfg, augment=1),
+                    log=lambda *a: None)

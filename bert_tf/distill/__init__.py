@@ -12,9 +12,9 @@ training; then the student trains through the ordinary fine-tuning run
 (`finetune.run`), so its `best/` exports, converts to TFLite, evaluates
 and predicts like any run.
 
-Teachers: classification (one soft distribution per text), tagging (one
-per word, read at its first piece in each window) and span QA (start and
-end distributions per window).
+Teachers: classification (one soft distribution per text or text
+pair), tagging (one per word, read at its first piece in each window) and
+span QA (start and end distributions per window).
 """
 
 import dataclasses

@@ -30,11 +30,11 @@ def teacher_of(directory):
     exported = (path / "saved_model.pb").is_file()
     best, spec = (None, _export_spec(path)) if exported else \
         read_spec(directory)
-    if getattr(spec, "pair", False) or getattr(spec, "long_document", False):
+    if getattr(spec, "long_document", False):
         raise ValueError(
-            f"teacher {directory} classifies text pairs or long documents; "
-            "distillation reads single texts of the model's length (pairs "
-            "and windows are not built yet).")
+            f"teacher {directory} classifies long documents; distillation "
+            "reads texts of the model's length (windows pooled per "
+            "document are not built yet).")
     if getattr(spec, "regression", False):
         raise ValueError(
             f"teacher {directory} is a regression run; distillation "

@@ -81,17 +81,21 @@ class TransferSet:
 
     def texts(self, task, data):
         """(texts, labels) of the transfer set: the training split, then
-        unlabeled and augmented texts. Per text a class id, or (tagging) a
-        list of tag ids per word, -1 where unlabeled; span QA: (the
-        training examples, None)."""
+        unlabeled and augmented texts (a text is a (text, text_b) tuple
+        for a pair teacher). Per text a class id, or (tagging) a list of
+        tag ids per word, -1 where unlabeled; span QA: (the training
+        examples, None)."""
         if self._texts is not None:
             return self._texts
+        pair = getattr(task.spec, "pair", False)
+        if (task.kind == "span_qa" or pair) and (self.cfg.unlabeled or
+                                                  self.cfg.augment):
+            raise ValueError(
+                "unlabeled and augment add single texts; a "
+                f"{'pair' if pair else 'span QA'} teacher reads "
+                f"{'text pairs' if pair else 'questions with contexts'}: "
+                "leave both empty for it.")
         if task.kind == "span_qa":
-            if self.cfg.unlabeled or self.cfg.augment:
-                raise ValueError(
-                    "unlabeled and augment add single texts; a span QA "
-                    "transfer set holds questions with their contexts: "
-                    "leave both empty for a span_qa teacher.")
             examples = list(data.split("train"))
             self.counts = {"labeled": len(examples)}
             self._texts = self._checked(examples, None)
@@ -102,7 +106,9 @@ class TransferSet:
         else:
             texts, labels = [], []
             for example in data.split("train").as_numpy_iterator():
-                texts.append(example["text"].decode("utf-8", "replace"))
+                text = example["text"].decode("utf-8", "replace")
+                texts.append((text, example["text_b"].decode(
+                    "utf-8", "replace")) if pair else text)
                 labels.append(int(example["label"]))
         extra = self.unlabeled_texts()
         augmented = augmented_texts(
@@ -139,7 +145,10 @@ class TransferSet:
                           features["end_positions"]], -1)
             return x, y.numpy().astype(np.int64), None
         if task.kind != "tagging":
-            x = preprocessor(tf.constant(texts))
+            pairs = isinstance(texts[0], tuple)
+            x = preprocessor([tf.constant([t[i] for t in texts])
+                              for i in (0, 1)] if pairs
+                             else tf.constant(texts))
             return x, np.array(labels, np.int64), None
         words = tf.ragged.constant(labels, dtype=tf.int32, ragged_rank=1)
         features = preprocessor(tf.constant(texts), tf.maximum(words, 0))
