@@ -6,8 +6,8 @@ labels.
 trainer): its loss is `alpha` x the hard-label cross-entropy plus
 `(1 - alpha)` x T^2 x the KL divergence from the teacher's to the
 student's distribution at temperature T (the cross-entropy minus the
-teacher's entropy: the same gradients, and 0 when they agree). The teacher's logits come from
-the batch (`teacher_logits`, computed once beforehand, as `bert-tf
+teacher's entropy: the same gradients, and 0 when they agree). The
+teacher's logits come from the batch (`teacher_logits`, computed once beforehand, as `bert-tf
 distill` does) or from a teacher model run on each batch (a notebook).
 Labels below 0 mark unlabeled examples (a transfer set of raw text): only
 the soft loss reads them.
@@ -268,8 +268,8 @@ class Distiller(CheckpointLayout, keras.Model):
         if self.teacher is None:
             raise ValueError(f"the batch carries no `{TEACHER_KEY}` and the "
                              "distiller has no teacher to compute them.")
-        out = (self.teacher.head_on(states, x["input_mask"]) if states
-               else self.teacher(select_inputs(x, INPUT_NAMES), training=False))
+        out = (self.teacher.head_on(states, x["input_mask"]) if states else
+               self.teacher(select_inputs(x, INPUT_NAMES), training=False))
         if isinstance(out, dict):
             out = tf.stack([out[name] for name in SPAN_OUTPUTS], -1)
         return tf.stop_gradient(out)
