@@ -7,8 +7,9 @@ trainer): its loss is `alpha` x the hard-label cross-entropy plus
 `(1 - alpha)` x T^2 x the KL divergence from the teacher's to the
 student's distribution at temperature T (the cross-entropy minus the
 teacher's entropy: the same gradients, and 0 when they agree). The
-teacher's logits come from the batch (`teacher_logits`, computed once beforehand, as `bert-tf
-distill` does) or from a teacher model run on each batch (a notebook).
+teacher's logits come from the batch (`teacher_logits`, computed once
+beforehand, as `bert-tf distill` does) or from a teacher model run on
+each batch (a notebook).
 Labels below 0 mark unlabeled examples (a transfer set of raw text): only
 the soft loss reads them.
 
