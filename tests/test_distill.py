@@ -122,13 +122,6 @@ def test_bad_setups_fail_before_training(toy_run, tmp_path):
     with pytest.raises(ValueError, match="supports classification, "
                                          "tagging, span_qa"):
         distill.run(cfg, log=lambda *a: None)
-    scorer = tmp_path / "scorer" / "best"
-    scorer.mkdir(parents=True)
-    (scorer / "task.yaml").write_text(yaml.safe_dump(
-        {"kind": "classification", "name": "local", "regression": True}))
-    cfg = distill_config(scorer.parent, toy_dir, tmp_path / "x")
-    with pytest.raises(ValueError, match="is a regression run"):
-        distill.run(cfg, log=lambda *a: None)
     # An export of an older bert_tf: no encoder shape recorded.
     old_export = tmp_path / "old_export" / "1"
     (old_export / "assets.extra").mkdir(parents=True)
@@ -271,3 +264,46 @@ def test_pair_teacher_teaches_from_text_pairs(tmp_path):
     with pytest.raises(ValueError, match="a pair teacher reads text pairs"):
         distill.run(dataclasses.replace(cfg, augment=1),
                     log=lambda *a: None)
+
+
+@pytest.mark.slow
+def test_regression_teacher_teaches_scores(tmp_path):
+    """A toy regression teacher (a score per adjective) teaches a student
+    with half its feed-forward width the squared error to its scores;
+    an augmented copy of each text joins the transfer set unlabeled."""
+    from toy_task import finetune_config, write_toy_task
+    from bert_tf import finetune
+    write_toy_task(tmp_path)
+    score = {"great": 1.0, "good": 0.8, "fine": 0.6, "dull": 0.3,
+             "bad": 0.2, "awful": 0.0}
+    for split in ("train", "dev", "test"):
+        rows = (tmp_path / f"{split}.tsv").read_text().splitlines()[1:]
+        (tmp_path / f"{split}.tsv").write_text("sentence\tscore\n" + "".join(
+            f"{text}\t{score[text.split()[3]]}\n"
+            for text in (r.split("\t")[0] for r in rows)))
+    task = {"name": "local", "text": "sentence", "label": "score",
+            "regression": True,
+            **{f"{s}_file": str(tmp_path / f"{f}.tsv") for s, f in (
+                ("train", "train"), ("validation", "dev"),
+                ("test", "test"))}}
+    teacher = finetune.run(finetune_config({
+        "task": task, "vocab": str(tmp_path / "vocab.txt"),
+        "encoder": dict(ENCODER), "seq_length": 16, "batch_size": 32,
+        "epochs": 6, "optimizer": {"learning_rate": 3e-3},
+        "trainer": {"model_dir": str(tmp_path / "teacher"),
+                    "steps_per_loop": 5, "seed": 1}}, {}),
+        log=lambda *a: None)
+    cfg = distill.load_dict({
+        "teacher": str(tmp_path / "teacher"), "init": "",
+        "vocab": str(tmp_path / "vocab.txt"), "augment": 1,
+        "encoder": {**ENCODER, "intermediate_size": 32}, "seq_length": 16,
+        "batch_size": 32, "epochs": 6, "optimizer": {"learning_rate": 3e-3},
+        "trainer": {"model_dir": str(tmp_path / "student"),
+                    "steps_per_loop": 5, "seed": 1}})
+    lines = []
+    result = distill.run(cfg, log=lines.append)
+    assert any("320 labeled, 320 augmented" in line for line in lines)
+    losses = [h["loss"] for h in result.history]
+    assert losses[-1] < losses[0] * 0.5, losses
+    assert teacher.test["pearson"] >= 0.9, teacher.test
+    assert result.test["pearson"] >= 0.9, result.test

@@ -35,11 +35,6 @@ def teacher_of(directory):
             f"teacher {directory} classifies long documents; distillation "
             "reads texts of the model's length (windows pooled per "
             "document are not built yet).")
-    if getattr(spec, "regression", False):
-        raise ValueError(
-            f"teacher {directory} is a regression run; distillation "
-            "matches class distributions (a squared-error soft loss for "
-            "scores is not built yet).")
     if spec.kind not in SUPPORTED_KINDS:
         raise ValueError(
             f"teacher {directory} is a {spec.kind} run; distillation "

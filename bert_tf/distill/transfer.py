@@ -14,6 +14,7 @@ from bert_tf.tasks.span_qa.data import qa_dataset
 from bert_tf.text.features import cut_to_longest
 
 MASK = "[MASK]"
+UNLABELED_SCORE = float("nan")
 
 
 def replacement_words(vocab_tokens):
@@ -88,6 +89,7 @@ class TransferSet:
         if self._texts is not None:
             return self._texts
         pair = getattr(task.spec, "pair", False)
+        regression = getattr(task.spec, "regression", False)
         if (task.kind == "span_qa" or pair) and (self.cfg.unlabeled or
                                                   self.cfg.augment):
             raise ValueError(
@@ -109,7 +111,8 @@ class TransferSet:
                 text = example["text"].decode("utf-8", "replace")
                 texts.append((text, example["text_b"].decode(
                     "utf-8", "replace")) if pair else text)
-                labels.append(int(example["label"]))
+                labels.append(float(example["label"]) if regression
+                              else int(example["label"]))
         extra = self.unlabeled_texts()
         augmented = augmented_texts(
             texts, self.cfg.augment, self.cfg.augment_rate,
@@ -117,9 +120,11 @@ class TransferSet:
             self.cfg.trainer.seed) if self.cfg.augment else []
         self.counts = {"labeled": len(texts), "unlabeled": len(extra),
                        "augmented": len(augmented)}
+        # Unlabeled: -1 (a class id or tag), NaN (a regression score).
         for more in (extra, augmented):
             labels += ([[-1] * len(t.split()) for t in more]
-                       if task.kind == "tagging" else [-1] * len(more))
+                       if task.kind == "tagging" else
+                       [UNLABELED_SCORE if regression else -1] * len(more))
         self._texts = self._checked(texts + extra + augmented, labels)
         return self._texts
 
@@ -149,7 +154,8 @@ class TransferSet:
             x = preprocessor([tf.constant([t[i] for t in texts])
                               for i in (0, 1)] if pairs
                              else tf.constant(texts))
-            return x, np.array(labels, np.int64), None
+            return x, np.array(labels, np.float32 if isinstance(
+                labels[0], float) else np.int64), None
         words = tf.ragged.constant(labels, dtype=tf.int32, ragged_rank=1)
         features = preprocessor(tf.constant(texts), tf.maximum(words, 0))
         x = {k: features[k] for k in INPUT_NAMES}
@@ -229,6 +235,7 @@ class TransferSet:
                      f"{distiller.layer_map} (hidden x{cfg.hidden_weight:g}"
                      f", attention x{cfg.attention_weight:g}"
                      f"{', projected' if distiller.projection else ''})")
-        distiller.compile(metrics=None if self.task.kind == "span_qa"
-                          else ["accuracy"])
+        scores = getattr(self.task.spec, "regression", False)
+        distiller.compile(metrics=None if self.task.kind == "span_qa" or
+                          scores else ["accuracy"])
         return distiller

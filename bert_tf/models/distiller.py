@@ -111,6 +111,32 @@ def span_distillation_loss(labels, student, teacher_logits, input_mask,
     return total / 2.0
 
 
+def score_distillation_loss(labels, student, teacher, alpha):
+    """Regression (one score per text): alpha x the squared error to the
+    label plus (1 - alpha) x the squared error to the teacher's score,
+    each a mean over the batch (the hard term over labeled rows; a NaN
+    label is unlabeled). A score has no distribution to soften, so no
+    temperature.
+
+    Examples:
+        >>> import numpy as np
+        >>> s = np.array([[1.0], [2.0]], "float32")
+        >>> float(score_distillation_loss(np.array([1.0, np.nan]), s,
+        ...                               s + 1.0, 0.5))
+        0.5
+    """
+    student = tf.cast(student, tf.float32)[:, 0]
+    teacher = tf.cast(teacher, tf.float32)[:, 0]
+    labels = tf.cast(labels, tf.float32)
+    labeled = tf.logical_not(tf.math.is_nan(labels))
+    hard = tf.math.divide_no_nan(
+        tf.reduce_sum(tf.where(labeled, tf.square(
+            student - tf.where(labeled, labels, 0.0)), 0.0)),
+        tf.reduce_sum(tf.cast(labeled, tf.float32)))
+    soft = tf.reduce_mean(tf.square(student - teacher))
+    return alpha * hard + (1.0 - alpha) * soft
+
+
 def hidden_state_loss(student, teacher, input_mask):
     """Mean squared error between hidden states [batch, seq, H] over the
     real tokens (TinyBERT's hidden-state loss)."""
@@ -286,6 +312,8 @@ class Distiller(CheckpointLayout, keras.Model):
         if isinstance(y_pred, dict):
             loss = span_distillation_loss(y, y_pred, logits, x["input_mask"],
                                           self.temperature, self.alpha)
+        elif y_pred.shape[-1] == 1:  # a regression score
+            loss = score_distillation_loss(y, y_pred, logits, self.alpha)
         else:
             loss = distillation_loss(y, y_pred, logits, self.temperature,
                                      self.alpha, sample_weight)
