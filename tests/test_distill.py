@@ -216,13 +216,33 @@ def test_intermediate_losses_vanish_for_the_teachers_own_blocks():
     assert losses["other"] > 0.1, losses
 
 
+def _teacher_and_student(tmp_path, task, encoder, **student):
+    """(the teacher's `FinetuneResult`, the student's `DistillConfig`): a
+    toy teacher of `task` fine-tuned in tmp_path/teacher, and a student
+    with half its feed-forward width (`student`: more distill keys)."""
+    from toy_task import finetune_config
+    from bert_tf import finetune
+    common = {"vocab": str(tmp_path / "vocab.txt"), "seq_length": 16,
+              "batch_size": 32, "epochs": 6,
+              "optimizer": {"learning_rate": 3e-3}}
+    teacher = finetune.run(finetune_config({
+        **common, "task": task, "encoder": encoder,
+        "trainer": {"model_dir": str(tmp_path / "teacher"),
+                    "steps_per_loop": 5, "seed": 1}}, {}),
+        log=lambda *a: None)
+    return teacher, distill.load_dict({
+        **common, "teacher": str(tmp_path / "teacher"), "init": "",
+        "encoder": {**encoder, "intermediate_size": 32}, **student,
+        "trainer": {"model_dir": str(tmp_path / "student"),
+                    "steps_per_loop": 5, "seed": 1}})
+
+
 @pytest.mark.slow
 def test_pair_teacher_teaches_from_text_pairs(tmp_path):
     """A toy sentence-pair classifier (the label is the second text's
     sentiment) teaches a student with half its feed-forward width: the
     transfer set holds the pairs, and the student learns them."""
-    from toy_task import WORDS, finetune_config
-    from bert_tf import finetune
+    from toy_task import WORDS
     from bert_tf.text.vocab import SPECIAL_TOKENS, Vocab
     rng = np.random.default_rng(0)
     for split, n in (("train", 320), ("dev", 64), ("test", 64)):
@@ -241,20 +261,7 @@ def test_pair_teacher_teaches_from_text_pairs(tmp_path):
                 ("train", "train"), ("validation", "dev"),
                 ("test", "test"))}}
     encoder = {**ENCODER, "vocab_size": len(SPECIAL_TOKENS) + len(WORDS) + 1}
-    teacher = finetune.run(finetune_config({
-        "task": task, "vocab": str(tmp_path / "vocab.txt"),
-        "encoder": encoder, "seq_length": 16, "batch_size": 32, "epochs": 6,
-        "optimizer": {"learning_rate": 3e-3},
-        "trainer": {"model_dir": str(tmp_path / "teacher"),
-                    "steps_per_loop": 5, "seed": 1}}, {}),
-        log=lambda *a: None)
-    cfg = distill.load_dict({
-        "teacher": str(tmp_path / "teacher"), "init": "",
-        "vocab": str(tmp_path / "vocab.txt"),
-        "encoder": {**encoder, "intermediate_size": 32}, "seq_length": 16,
-        "batch_size": 32, "epochs": 6, "optimizer": {"learning_rate": 3e-3},
-        "trainer": {"model_dir": str(tmp_path / "student"),
-                    "steps_per_loop": 5, "seed": 1}})
+    teacher, cfg = _teacher_and_student(tmp_path, task, encoder)
     lines = []
     result = distill.run(cfg, log=lines.append)
     assert any("teacher outputs for 320 texts" in line for line in lines)
@@ -271,8 +278,7 @@ def test_regression_teacher_teaches_scores(tmp_path):
     """A toy regression teacher (a score per adjective) teaches a student
     with half its feed-forward width the squared error to its scores;
     an augmented copy of each text joins the transfer set unlabeled."""
-    from toy_task import finetune_config, write_toy_task
-    from bert_tf import finetune
+    from toy_task import write_toy_task
     write_toy_task(tmp_path)
     score = {"great": 1.0, "good": 0.8, "fine": 0.6, "dull": 0.3,
              "bad": 0.2, "awful": 0.0}
@@ -286,20 +292,8 @@ def test_regression_teacher_teaches_scores(tmp_path):
             **{f"{s}_file": str(tmp_path / f"{f}.tsv") for s, f in (
                 ("train", "train"), ("validation", "dev"),
                 ("test", "test"))}}
-    teacher = finetune.run(finetune_config({
-        "task": task, "vocab": str(tmp_path / "vocab.txt"),
-        "encoder": dict(ENCODER), "seq_length": 16, "batch_size": 32,
-        "epochs": 6, "optimizer": {"learning_rate": 3e-3},
-        "trainer": {"model_dir": str(tmp_path / "teacher"),
-                    "steps_per_loop": 5, "seed": 1}}, {}),
-        log=lambda *a: None)
-    cfg = distill.load_dict({
-        "teacher": str(tmp_path / "teacher"), "init": "",
-        "vocab": str(tmp_path / "vocab.txt"), "augment": 1,
-        "encoder": {**ENCODER, "intermediate_size": 32}, "seq_length": 16,
-        "batch_size": 32, "epochs": 6, "optimizer": {"learning_rate": 3e-3},
-        "trainer": {"model_dir": str(tmp_path / "student"),
-                    "steps_per_loop": 5, "seed": 1}})
+    teacher, cfg = _teacher_and_student(tmp_path, task, dict(ENCODER),
+                                        augment=1)
     lines = []
     result = distill.run(cfg, log=lines.append)
     assert any("320 labeled, 320 augmented" in line for line in lines)
