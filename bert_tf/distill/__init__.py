@@ -13,8 +13,9 @@ training; then the student trains through the ordinary fine-tuning run
 and predicts like any run.
 
 Teachers: classification (one soft distribution per text or text
-pair; a score for regression), tagging (one per word, read at its first piece in each window) and
-span QA (start and end distributions per window).
+pair; a score for regression), tagging (one per word, read at its first
+piece in each window) and span QA (start and end distributions per
+window).
 """
 
 import dataclasses
@@ -25,19 +26,7 @@ from bert_tf.distill.teacher import (RUN_ONLY, SUPPORTED_KINDS,
                                      check_same_vocab, student_init,
                                      student_task, teacher_of)
 from bert_tf.distill.transfer import TransferSet
-
-
-def check_layer_map(cfg, student_layers, teacher_encoder):
-    """A clear error, before training, for a layer map that does not fit,
-    or attention matching across head counts."""
-    if not cfg.matches_layers:
-        return
-    depth = teacher_encoder.num_layers
-    if cfg.layer_map and (len(cfg.layer_map) != student_layers or
-                          max(cfg.layer_map) >= depth):
-        raise ValueError(
-            f"layer_map = {cfg.layer_map}: one teacher block (0 to "
-            f"{depth - 1}) per student block ({student_layers}).")
+from bert_tf.models.distiller import checked_layer_map
 
 
 def run(cfg, log=print):
@@ -49,14 +38,9 @@ def run(cfg, log=print):
     finetune.task_of(cfg)  # the merged task section still reads
     init = student_init(cfg, best)
     check_same_vocab(teacher_vocab, init.vocab_path)
-    check_layer_map(cfg, init.encoder.num_layers, teacher.encoder.config)
-    if cfg.attention_weight and \
-            init.encoder.num_heads != teacher.encoder.config.num_heads:
-        raise ValueError(
-            f"attention_weight = {cfg.attention_weight:g}: attention "
-            f"matching needs equal head counts (student "
-            f"{init.encoder.num_heads}, teacher "
-            f"{teacher.encoder.config.num_heads}); set it to 0.")
+    if cfg.matches_layers:  # the distiller checks again; this is earlier
+        checked_layer_map(init.encoder, teacher.encoder.config,
+                          cfg.layer_map, cfg.attention_weight)
     task_cls, task_config = finetune.task_of(cfg)
     data = task_cls.load_data(task_config)
     task = task_cls(dataclasses.replace(

@@ -173,6 +173,27 @@ def uniform_layer_map(student_layers, teacher_layers):
             for i in range(student_layers)]
 
 
+def checked_layer_map(student, teacher, layer_map, attention_weight):
+    """The teacher block each student block matches (`layer_map`, or
+    `uniform_layer_map` when empty), for the encoder configs `student`
+    and `teacher`; a clear error for a map that does not fit, or for
+    attention matching across head counts."""
+    layer_map = list(layer_map or uniform_layer_map(student.num_layers,
+                                                    teacher.num_layers))
+    if len(layer_map) != student.num_layers or any(
+            not 0 <= i < teacher.num_layers for i in layer_map):
+        raise ValueError(
+            f"layer_map = {layer_map}: one teacher block (0 to "
+            f"{teacher.num_layers - 1}) per student block "
+            f"({student.num_layers}).")
+    if attention_weight > 0 and student.num_heads != teacher.num_heads:
+        raise ValueError(
+            f"attention matching needs equal head counts: the student has "
+            f"{student.num_heads}, the teacher {teacher.num_heads}; set "
+            "attention_weight to 0 (hidden states still match).")
+    return layer_map
+
+
 class Distiller(CheckpointLayout, keras.Model):
     """A student task model trained on a teacher's outputs.
 
@@ -248,18 +269,8 @@ class Distiller(CheckpointLayout, keras.Model):
             raise ValueError("matching intermediate layers needs the "
                              "teacher model (it runs on each batch).")
         s, t = self.student.encoder.config, self.teacher.encoder.config
-        self.layer_map = list(layer_map or uniform_layer_map(
-            s.num_layers, t.num_layers))
-        if len(self.layer_map) != s.num_layers or any(
-                not 0 <= i < t.num_layers for i in self.layer_map):
-            raise ValueError(
-                f"layer_map = {self.layer_map}: one teacher block (0 to "
-                f"{t.num_layers - 1}) per student block ({s.num_layers}).")
-        if self.attention_weight > 0 and s.num_heads != t.num_heads:
-            raise ValueError(
-                f"attention matching needs equal head counts: the student "
-                f"has {s.num_heads}, the teacher {t.num_heads}; set "
-                "attention_weight to 0 (hidden states still match).")
+        self.layer_map = checked_layer_map(s, t, layer_map,
+                                           self.attention_weight)
         if self.hidden_weight > 0 and s.hidden_size != t.hidden_size:
             # TinyBERT's learned W_h: student width to the teacher's.
             self.projection = keras.layers.Dense(
