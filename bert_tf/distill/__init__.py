@@ -13,7 +13,8 @@ training; then the student trains through the ordinary fine-tuning run
 and predicts like any run.
 
 Teachers: classification (one soft distribution per text or text
-pair; a score for regression), tagging (one per word, read at its first
+pair; a score for regression; for a long-document classifier, per
+document, on the logits its windows pool to), tagging (one per word, read at its first
 piece in each window) and span QA (start and end distributions per
 window).
 """

@@ -30,11 +30,6 @@ def teacher_of(directory):
     exported = (path / "saved_model.pb").is_file()
     best, spec = (None, _export_spec(path)) if exported else \
         read_spec(directory)
-    if getattr(spec, "long_document", False):
-        raise ValueError(
-            f"teacher {directory} classifies long documents; distillation "
-            "reads texts of the model's length (windows pooled per "
-            "document are not built yet).")
     if spec.kind not in SUPPORTED_KINDS:
         raise ValueError(
             f"teacher {directory} is a {spec.kind} run; distillation "

@@ -49,6 +49,12 @@ def augmented_texts(texts, copies, rate, words, seed=0):
     return out
 
 
+def windowed(task):
+    """True for a long-document classifier: a transfer-set row is then a
+    document, whatever its windows, with the teacher's pooled logits."""
+    return bool(getattr(task.spec, "long_document", False))
+
+
 class TransferSet:
     """The `finetune.run` variant of distillation: the transfer set with
     the teacher's logits (computed once), and the student wrapped in a
@@ -149,6 +155,11 @@ class TransferSet:
             y = tf.stack([features["start_positions"],
                           features["end_positions"]], -1)
             return x, y.numpy().astype(np.int64), None
+        if windowed(task):
+            # The rows are documents: their windows are cut per batch, in
+            # `train_dataset`, as the student's own run cuts them.
+            return preprocessor(tf.constant(texts)), np.array(
+                labels, np.int64), None
         if task.kind != "tagging":
             pairs = isinstance(texts[0], tuple)
             x = preprocessor([tf.constant([t[i] for t in texts])
@@ -184,13 +195,16 @@ class TransferSet:
             return tf.cast(out, tf.float32)
 
         parts = []
-        step = {"tagging": 64, "span_qa": 16}.get(task.kind, 256)
+        step = 16 if windowed(task) else {"tagging": 64, "span_qa": 16}.get(
+            task.kind, 256)
         for i in range(0, len(texts), step):
             x, y, w = self._rows(task, preprocessor, texts[i:i + step],
                                  None if labels is None else
                                  labels[i:i + step])
-            parts.append(({k: v.numpy() for k, v in x.items()} | {
-                TEACHER_KEY: forward(x).numpy()}, y, w))
+            inputs = ({"text": np.array(texts[i:i + step], object)}
+                      if windowed(task) else
+                      {k: v.numpy() for k, v in x.items()})
+            parts.append((inputs | {TEACHER_KEY: forward(x).numpy()}, y, w))
         x = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
         y = np.concatenate([p[1] for p in parts])
         w = None if parts[0][2] is None else np.concatenate(
@@ -215,6 +229,10 @@ class TransferSet:
                                   reshuffle_each_iteration=True).repeat()
         dataset = dataset.batch(batch_size,
                                 drop_remainder=self.cfg.strategy == "tpu")
+        if windowed(task):
+            preprocessor = task.preprocessor(vocab)
+            return dataset.map(lambda x, y: (preprocessor(x["text"]) | {
+                TEACHER_KEY: x[TEACHER_KEY]}, y)).prefetch(tf.data.AUTOTUNE)
         # Per-token rows (tagging, span QA) keep their length: their
         # labels and teacher logits are per position.
         if self.cfg.dynamic_length and self.cfg.strategy != "tpu" and \

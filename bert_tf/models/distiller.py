@@ -297,8 +297,7 @@ class Distiller(CheckpointLayout, keras.Model):
         # The loss reads the student's hidden states of this same forward
         # pass; `compute_loss` runs right after `call` in one train step.
         object.__setattr__(self, "_student_states", states)
-        return self.student.head_on(states, inputs["input_mask"],
-                                    training=training)
+        return self.student.head_on(states, inputs, training=training)
 
     def teacher_logits(self, x, states=None):
         if isinstance(x, dict) and TEACHER_KEY in x:
@@ -306,7 +305,7 @@ class Distiller(CheckpointLayout, keras.Model):
         if self.teacher is None:
             raise ValueError(f"the batch carries no `{TEACHER_KEY}` and the "
                              "distiller has no teacher to compute them.")
-        out = (self.teacher.head_on(states, x["input_mask"]) if states else
+        out = (self.teacher.head_on(states, x) if states else
                self.teacher(select_inputs(x, INPUT_NAMES), training=False))
         if isinstance(out, dict):
             out = tf.stack([out[name] for name in SPAN_OUTPUTS], -1)

@@ -40,15 +40,16 @@ class TaskModel(CheckpointLayout, keras.Model):
         # === Functional model ===
         inputs = encoder_inputs()
         super().__init__(inputs=inputs, outputs=self.head_on(
-            encoder(inputs), inputs["input_mask"]), **kwargs)
+            encoder(inputs), inputs), **kwargs)
 
-    def head_on(self, encoder_outputs, input_mask, training=None):
+    def head_on(self, encoder_outputs, inputs, training=None):
         """The model's outputs from the encoder's (`encoder_outputs`, the
-        dict it returns): what calling the model computes, for a caller
-        that also reads the encoder's hidden states (distillation)."""
+        dict it returns for the feature dict `inputs`): what calling the
+        model computes, for a caller that also reads the encoder's hidden
+        states (distillation)."""
         if self.feature_pool is not None:
             features = self.feature_pool(encoder_outputs["sequence_output"],
-                                         input_mask)
+                                         inputs["input_mask"])
         else:
             features = encoder_outputs[self.encoder_output]
         return self.head(features, training=training)

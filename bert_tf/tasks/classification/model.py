@@ -70,20 +70,18 @@ class BertClassifier(TaskModel):
                 1, name="window_scorer", dtype=encoder.dtype_policy)
             self.window_scorer.build((None, encoder.config.hidden_size))
 
-    def _window_features(self, inputs, training):
-        outputs = self.encoder(inputs, training=training)
-        if self.pooling == "mean":
-            return self.window_mean(outputs["sequence_output"],
-                                    inputs["input_mask"])
-        return outputs["pooled_output"]
+    def _windowed(self, inputs):
+        return bool(getattr(self, "window_pooling", None) and
+                    isinstance(inputs, dict) and WINDOW_KEY in inputs)
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        if not (self.window_pooling and isinstance(inputs, dict) and
-                WINDOW_KEY in inputs):
-            return super().call(inputs, training=training, mask=mask,
-                                **kwargs)
-        features = self._window_features(select_inputs(inputs, INPUT_NAMES),
-                                         training)
+    def head_on(self, encoder_outputs, inputs, training=None):
+        if not self._windowed(inputs):
+            return super().head_on(encoder_outputs, inputs, training)
+        if self.pooling == "mean":
+            features = self.window_mean(encoder_outputs["sequence_output"],
+                                        inputs["input_mask"])
+        else:
+            features = encoder_outputs["pooled_output"]
         scores = None
         if self.window_scorer is not None:
             scores = self.window_scorer(features)[:, 0]
@@ -92,6 +90,14 @@ class BertClassifier(TaskModel):
         return pool_windows(self.head(features, training=training),
                             inputs[WINDOW_KEY], self.window_pooling, scores,
                             count)
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        if not self._windowed(inputs):
+            return super().call(inputs, training=training, mask=mask,
+                                **kwargs)
+        return self.head_on(self.encoder(select_inputs(inputs, INPUT_NAMES),
+                                         training=training),
+                            inputs, training)
 
     def checkpoint_heads(self):
         heads = super().checkpoint_heads()
