@@ -23,6 +23,8 @@ are. The answer text is the exact slice of the caller's context bytes.
 
 import tensorflow as tf
 
+from bert_tf.text.dense import byte_slices, rows_by_example
+
 _NEG = -1e30
 
 
@@ -30,10 +32,9 @@ def _per_example(values, example_index, num_examples, fill):
     """[W, ...] window rows -> [B, C + 1] rows per example (window-major;
     one extra `fill` column, so even an empty request has a column)."""
     flat = tf.reshape(values, [tf.shape(values)[0], -1])
-    ragged = tf.RaggedTensor.from_value_rowids(
-        flat, tf.cast(example_index, tf.int64), nrows=tf.cast(
-            num_examples, tf.int64))
-    merged = ragged.merge_dims(1, 2).to_tensor(default_value=fill)
+    rows = rows_by_example(flat, example_index, num_examples, fill)
+    merged = tf.reshape(rows, [num_examples, tf.shape(rows)[1] *
+                               tf.shape(flat)[1]])
     return tf.pad(merged, [[0, 0], [0, 1]], constant_values=fill)
 
 
@@ -107,14 +108,13 @@ def decode_answers(features, start_logits, end_logits, context,
         tf.gather(t, top, batch_dims=1)
         for t in (char_start, char_end, byte_start, byte_end))
     candidate = top_score > _NEG / 2
-    rows = tf.broadcast_to(context[:, None], tf.shape(byte_start))
     # Only candidates have real offsets (the rest point outside context).
-    text = tf.strings.substr(
-        rows, tf.where(candidate, byte_start, 0),
-        tf.where(candidate, tf.maximum(byte_end - byte_start, 0), 0))
+    byte_start = tf.where(candidate, byte_start, 0)
+    byte_end = tf.where(candidate, tf.maximum(byte_end, byte_start), 0)
+    text = byte_slices(context, byte_start, byte_end)
     same = tf.equal(text[:, :, None], text[:, None, :])
-    earlier = tf.linalg.band_part(tf.ones([pool, pool], tf.bool), -1, 0) & \
-        ~tf.eye(pool, dtype=tf.bool)
+    order = tf.range(pool)
+    earlier = order[None, :] < order[:, None]
     repeated = tf.reduce_any(same & earlier[None] & candidate[:, None, :],
                              axis=2)
     keep = candidate & ~repeated
@@ -130,7 +130,8 @@ def decode_answers(features, start_logits, end_logits, context,
         return tf.pad(values, [[0, 0], [0, n_best_size - answers]],
                       constant_values=fill)
 
-    top_text = padded(pick(text, ""), "")
+    top_byte_start = padded(pick(byte_start, 0), 0)
+    top_byte_end = padded(pick(byte_end, 0), 0)
     top_start = padded(pick(char_start, -1), -1)
     top_end = padded(pick(char_end, -1), -1)
     top_scores = padded(tf.where(kept, kept_score, 0.0), 0.0)
@@ -143,8 +144,16 @@ def decode_answers(features, start_logits, end_logits, context,
     has_answer = found
     if version_2:
         has_answer = found & (null - best <= null_threshold)
+    # The texts last, by their offsets: one slicing, and no string
+    # `where` (TFLite builtins have none).
+    answered = has_answer[:, None]
+    texts = byte_slices(context, tf.concat([
+        top_byte_start, tf.where(answered, top_byte_start[:, :1], 0)], 1),
+        tf.concat([top_byte_end,
+                   tf.where(answered, top_byte_end[:, :1], 0)], 1))
+    top_text = texts[:, :n_best_size]
     return {
-        "answer": tf.where(has_answer, top_text[:, 0], ""),
+        "answer": texts[:, n_best_size],
         "score": tf.where(found, best, 0.0),
         "start": tf.where(has_answer, top_start[:, 0], -1),
         "end": tf.where(has_answer, top_end[:, 0], -1),

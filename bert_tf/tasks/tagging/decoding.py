@@ -11,6 +11,7 @@ two adjacent B-PER B-PER are two entities (tf-text's
 
 import tensorflow as tf
 
+from bert_tf.text.dense import byte_slices, rows_by_example
 from bert_tf.text.windows import word_values
 
 
@@ -87,7 +88,8 @@ def decode_entities(features, logits, text, labels, max_entities=32):
         all padded ("", -1, 0), and `count` (int32 [B]); plus `tags`
         (int32 [B, N], each word's tag id) for evaluation.
     """
-    types = tf.constant(tag_tables(labels)[0] or [""])
+    # Type names by type id + 1 ("" at 0, for no entity).
+    type_names = tf.constant([""] + tag_tables(labels)[0], tf.string)
     tags, scores = word_predictions(features, logits)
     num_words = features["num_words"]
     row, kind, first, last = entity_spans(tags, num_words, labels)
@@ -100,27 +102,27 @@ def decode_entities(features, logits, text, labels, max_entities=32):
     def word_value(name, index):
         return tf.gather_nd(features[name], tf.stack([row, index], 1))
 
-    byte_start = word_value("word_byte_start", first)
-    byte_end = word_value("word_byte_end", last)
-    entity_text = tf.strings.substr(tf.gather(text, row), byte_start,
-                                    byte_end - byte_start)
-    num_rows = tf.shape(text, out_type=tf.int64)[0]
-    row64 = tf.cast(row, tf.int64)
+    # The first K entities of each row, as indices into the entity lists
+    # (E: a padding entity), then every output by a gather: no ragged
+    # kernels and no string scatter, so TFLite builtins run it too.
+    num_rows = tf.shape(text)[0]
+    entity = rows_by_example(tf.range(tf.size(row)), row, num_rows, -1,
+                             width=max_entities)
+    found = entity >= 0
+    entity = tf.where(found, entity, tf.size(row))
 
     def padded(values, fill):
-        ragged = tf.RaggedTensor.from_value_rowids(values, row64,
-                                                   nrows=num_rows)
-        return ragged[:, :max_entities].to_tensor(
-            default_value=fill, shape=[None, max_entities])
+        values = tf.concat([values, [tf.cast(fill, values.dtype)]], 0)
+        return tf.gather(values, entity)
 
-    count = tf.math.bincount(row, minlength=tf.shape(text)[0],
-                             maxlength=tf.shape(text)[0], dtype=tf.int32)
     return {
-        "type": padded(tf.gather(types, tf.maximum(kind, 0)), ""),
-        "text": padded(entity_text, ""),
+        "type": tf.gather(type_names, padded(kind + 1, 0)),
+        "text": byte_slices(text, padded(word_value("word_byte_start",
+                                                    first), 0),
+                            padded(word_value("word_byte_end", last), 0)),
         "start": padded(word_value("word_char_start", first), -1),
         "end": padded(word_value("word_char_end", last), -1),
         "score": padded(score, 0.0),
-        "count": tf.minimum(count, max_entities),
+        "count": tf.reduce_sum(tf.cast(found, tf.int32), axis=1),
         "tags": tags,
     }
