@@ -152,7 +152,7 @@ class MaskedMeanPool(keras.layers.Layer):
     """
 
     def call(self, sequence, input_mask):
-        mask = ops.cast(input_mask, sequence.dtype)[..., None]
+        mask = ops.expand_dims(ops.cast(input_mask, sequence.dtype), -1)
         count = ops.maximum(ops.sum(mask, axis=1), 1.0)
         return ops.sum(sequence * mask, axis=1) / count
 

@@ -37,7 +37,9 @@ def activation(name):
 
 def attention_logit_bias(input_mask, causal):
     """Additive float32 bias [batch, 1, query, key] from a [batch, key] mask."""
-    keep = ops.cast(input_mask, "bool")[:, None, None, :]
+    # expand_dims, not [:, None, None, :]: TFLite builtins cannot slice a
+    # new axis into a tensor of two unknown dims.
+    keep = ops.expand_dims(ops.cast(input_mask, "bool"), (1, 2))
     if causal:
         length = ops.shape(input_mask)[1]
         rows = ops.arange(length)[:, None]

@@ -38,6 +38,8 @@ TASK_MODULES = {
     "classification": "bert_tf.serving.tflite:TFLiteModule",
     "multiple_choice": "bert_tf.tasks.multiple_choice.tflite:"
                        "ChoiceTFLiteModule",
+    "span_qa": "bert_tf.tasks.span_qa.tflite:QATFLiteModule",
+    "tagging": "bert_tf.tasks.tagging.tflite:TaggingTFLiteModule",
 }
 
 
@@ -250,6 +252,7 @@ class TFLiteModel:
 
     # The kind of a file, by the outputs of its `serving_default`.
     KINDS = {"embedding": "embeddings", "choice": "multiple_choice",
+             "answer": "span_qa", "type": "tagging",
              "probabilities": "classification", "score": "classification"}
 
     def __init__(self, path, num_threads=2):

@@ -158,11 +158,11 @@ def max_context(windows, piece):
     other_size = tf.minimum(
         tf.gather(windows["room"], example)[:, None, None],
         tf.gather(windows["lengths"], example)[:, None, None] - other_first)
-    piece3 = piece[:, :, None]
+    piece3 = tf.expand_dims(piece, 2)
     holds = (other < tf.gather(windows["per_row"], example)[:, None, None]) \
         & (piece3 >= other_first) & (piece3 < other_first + other_size)
     theirs = score(piece3, other_first, other_size)
     index = windows["index"][:, None, None]
-    beaten = holds & ((theirs > own[:, :, None]) |
-                      ((theirs >= own[:, :, None]) & (other < index)))
+    beaten = holds & ((theirs > tf.expand_dims(own, 2)) |
+                      ((theirs >= tf.expand_dims(own, 2)) & (other < index)))
     return ~tf.reduce_any(beaten, axis=2)

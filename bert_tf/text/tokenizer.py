@@ -144,6 +144,28 @@ class BertTokenizer(keras.layers.Layer):
         compatibility characters and keeps control characters."""
         return self._fast or self._fast_bert(normalize=self.lower_case)
 
+    def fused_with_offsets(self, text):
+        """`fused().tokenize_with_offsets(text)` as (ids [B, (n)], byte
+        starts, byte ends [B, n_max + 1] int32, 0-padded): the same
+        values, the offsets mapped back to the input by a dense gather
+        (tf-text's ragged gather needs RaggedRange, which TFLite lacks)."""
+        normalizer = tf_text.FastBertNormalizer(
+            lower_case_nfd_strip_accents=self.lower_case)
+        wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self.vocabulary, suffix_indicator="##",
+            max_bytes_per_word=MAX_BYTES_PER_WORD, token_out_type=tf.int32,
+            unknown_token="[UNK]")
+        normalized, offsets = normalizer.normalize_with_offsets(text)
+        ids, starts, ends = wordpiece.tokenize_with_offsets(normalized)
+
+        def dense(values):
+            return tf.pad(tf.cast(values, tf.int32).to_tensor(),
+                          [[0, 0], [0, 1]])
+
+        offsets = dense(offsets)
+        return (ids, tf.gather(offsets, dense(starts), batch_dims=1),
+                tf.gather(offsets, dense(ends), batch_dims=1))
+
     @property
     def vocab_size(self):
         return len(self.vocabulary)

@@ -77,16 +77,16 @@ def decode_answers(features, start_logits, end_logits, context,
     in_context_start = at("token_char_start", start_index) >= 0
     in_context_end = at("token_char_start", end_index) >= 0
     max_context = at("token_is_max_context", start_index)
-    span = end_index[:, None, :] - start_index[:, :, None]
-    valid = (in_context_start & max_context)[:, :, None] & \
-        in_context_end[:, None, :] & (span >= 0) & \
+    span = tf.expand_dims(end_index, 1) - tf.expand_dims(start_index, 2)
+    valid = tf.expand_dims(in_context_start & max_context, 2) & \
+        tf.expand_dims(in_context_end, 1) & (span >= 0) & \
         (span < max_answer_length)
-    score = start_value[:, :, None] + end_value[:, None, :]
+    score = tf.expand_dims(start_value, 2) + tf.expand_dims(end_value, 1)
 
     def grid(name_start, name_end):
-        return (tf.broadcast_to(at(name_start, start_index)[:, :, None],
+        return (tf.broadcast_to(tf.expand_dims(at(name_start, start_index), 2),
                                 tf.shape(span)),
-                tf.broadcast_to(at(name_end, end_index)[:, None, :],
+                tf.broadcast_to(tf.expand_dims(at(name_end, end_index), 1),
                                 tf.shape(span)))
 
     char_start, char_end = grid("token_char_start", "token_char_end")
@@ -112,11 +112,11 @@ def decode_answers(features, start_logits, end_logits, context,
     byte_start = tf.where(candidate, byte_start, 0)
     byte_end = tf.where(candidate, tf.maximum(byte_end, byte_start), 0)
     text = byte_slices(context, byte_start, byte_end)
-    same = tf.equal(text[:, :, None], text[:, None, :])
+    same = tf.equal(tf.expand_dims(text, 2), tf.expand_dims(text, 1))
     order = tf.range(pool)
     earlier = order[None, :] < order[:, None]
-    repeated = tf.reduce_any(same & earlier[None] & candidate[:, None, :],
-                             axis=2)
+    repeated = tf.reduce_any(
+        same & earlier[None] & tf.expand_dims(candidate, 1), axis=2)
     keep = candidate & ~repeated
     answers = tf.minimum(n_best_size, pool)
     kept_score, order = tf.math.top_k(tf.where(keep, top_score, _NEG),
@@ -144,16 +144,15 @@ def decode_answers(features, start_logits, end_logits, context,
     has_answer = found
     if version_2:
         has_answer = found & (null - best <= null_threshold)
-    # The texts last, by their offsets: one slicing, and no string
-    # `where` (TFLite builtins have none).
+    # The texts last, by their offsets (TFLite builtins have no string
+    # `where` or slice).
     answered = has_answer[:, None]
-    texts = byte_slices(context, tf.concat([
-        top_byte_start, tf.where(answered, top_byte_start[:, :1], 0)], 1),
-        tf.concat([top_byte_end,
-                   tf.where(answered, top_byte_end[:, :1], 0)], 1))
-    top_text = texts[:, :n_best_size]
+    top_text = byte_slices(context, top_byte_start, top_byte_end)
+    answer = byte_slices(context,
+                         tf.where(answered, top_byte_start[:, :1], 0),
+                         tf.where(answered, top_byte_end[:, :1], 0))
     return {
-        "answer": texts[:, n_best_size],
+        "answer": tf.reshape(answer, [-1]),
         "score": tf.where(found, best, 0.0),
         "start": tf.where(has_answer, top_start[:, 0], -1),
         "end": tf.where(has_answer, top_end[:, 0], -1),
