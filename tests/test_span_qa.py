@@ -620,3 +620,82 @@ def test_exported_qa_teacher_teaches_a_narrower_student(qa_run, qa_export,
                for k in state.get_variable_to_shape_map())
     _, student, _, _ = load_finetuned(tmp_path / "student")
     assert student.encoder.config.num_layers == 1
+
+
+@pytest.mark.slow
+def test_tflite_windows_equal_the_preprocessors(bert_vocab):
+    """The TFLite featurizer (dense ops) gives QAPreprocessor's windows,
+    ids, offsets and max-context flags, on real tweets with many windows
+    each and on hostile contexts."""
+    from bert_tf.tasks.span_qa.tflite import qa_windows
+    from bert_tf.text.tokenizer import BertTokenizer
+    questions, contexts = _wnut_pairs(120)
+    hostile = ["", "   ", "\U0001F600" * 30, "\u6587\u5b57" * 50,
+               "\u05e9\u05dc\u05d5\u05dd " * 40, "a " * 300, "\u00e9t\u00e9"]
+    questions = tf.constant(questions + ["who?"] * len(hostile))
+    contexts = tf.constant(contexts + hostile)
+    for length, stride, query in ((32, 8, 10), (24, 5, 6)):
+        expected = QAPreprocessor(bert_vocab, seq_length=length,
+                                  doc_stride=stride,
+                                  max_query_length=query)(questions,
+                                                          contexts)
+        dense = qa_windows(BertTokenizer(bert_vocab), bert_vocab, questions,
+                           contexts, length, stride, query)
+        assert expected["input_word_ids"].shape[0] > 2 * 120
+        for key, value in expected.items():
+            np.testing.assert_array_equal(dense[key], value, err_msg=key)
+
+
+@pytest.mark.slow
+def test_tflite_answers_like_the_saved_model(qa_run, qa_export, tmp_path,
+                                             capsys):
+    """One .tflite file answers raw questions as the SavedModel does:
+    the same answers and offsets on the toy test set, a 5,000-word
+    context read whole in one call, hostile strings without a crash; the
+    int8 file answers nearly alike; `bert-tf predict` reads it."""
+    from bert_tf.serving.tflite import TFLiteModel, export_tflite
+    directory, _ = qa_run
+    loaded = export_lib.load_exported(qa_export[0])
+    quiet = {"log": lambda *a: None}
+    files = {q: export_tflite(directory / "run", tmp_path / f"{q}.tflite",
+                              q, **quiet)["path"]
+             for q in ("none", "dynamic_int8")}
+    model = TFLiteModel(files["none"])
+    assert model.kind == "span_qa"
+    test = json.loads((directory / "test.json").read_text())["data"][0][
+        "paragraphs"]
+    questions = [p["qas"][0]["question"] for p in test]
+    contexts = [p["context"] for p in test]
+    saved = _answer(loaded, questions, contexts)
+    for name, path in files.items():
+        out = TFLiteModel(path)(question=questions, context=contexts)
+        same = np.mean([(out[k] == saved[k]).all(axis=tuple(
+            range(1, out[k].ndim))) for k in ("answer", "start", "end",
+                                              "has_answer")], axis=0)
+        assert same.mean() >= (1.0 if name == "none" else 0.9), (name, same)
+        if name == "none":
+            np.testing.assert_allclose(out["score"], saved["score"],
+                                       atol=1e-3)
+            np.testing.assert_array_equal(out["top_answers"],
+                                          saved["top_answers"])
+    # 5,000 words, the answer in the last paragraph: one call, read whole.
+    filler = " ".join(["a day . it rained later ."] * 834)
+    context = filler + "\n\nThe film was made by Finn ."
+    out = model(question=["Who made the film?"], context=[context])
+    assert out["top_answers"][0, 0] == b"Finn"
+    assert out["top_starts"][0, 0] == len(context) - 6
+    cases = [("", ""), ("Who made the film?", ""), ("Who?", "   \t "),
+             ("Who made the film?", "film " * 20000),
+             (b"\xff\xfe who", b"The film \xff was made by Ann"),
+             ("Who?", "\x00\x01\x1b[31m \u202e\u05e9\u05dc\u05d5\u05dd"),
+             ("Who?", "\U0001F600 \u6587\u5b57 by Ann")]
+    out = model(question=[q for q, _ in cases], context=[c for _, c in cases])
+    assert np.isfinite(out["score"]).all()
+    assert not out["has_answer"][:3].any() and (out["count"][:3] == 0).all()
+    with pytest.raises(ValueError, match="must be as many"):
+        model(question=["a", "b"], context=["c"])
+    assert cli.main(["predict", "--model", str(files["none"]), "--question",
+                     "Who made the film?", "--context",
+                     "The film was made by Bob in Rome ."]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "'Bob'" in line and "start 21 end 24" in line

@@ -271,3 +271,69 @@ def test_rest_and_grpc_client_requests(tag_export):
     texts = ["Ann met Cleo in Paris .", "Zoë Ann"]
     direct = assert_same_answers(answers(tag_export[0], {"text": texts}))
     assert "PER" in [t.decode() for t in direct["type"][0]]
+
+
+@pytest.mark.slow
+def test_tflite_windows_equal_the_preprocessors(bert_vocab):
+    """The TFLite featurizer (dense ops) gives TaggingPreprocessor's
+    windows, ids, word positions and offsets on real tweets; on a NUL
+    byte they differ (the SavedModel's regex split stops at it)."""
+    from bert_tf.tasks.tagging.tflite import tagging_windows
+    from bert_tf.text.tokenizer import BertTokenizer
+    texts = [" ".join(t) for t, _ in wnut.read_wnut()[:200]] + [
+        "", "   ", "\U0001F600" * 30, "\u6587\u5b57 " * 50, "a " * 300]
+    for length, stride in ((128, 64), (16, 5)):
+        expected = TaggingPreprocessor(bert_vocab, seq_length=length,
+                                       doc_stride=stride)(tf.constant(texts))
+        dense = tagging_windows(BertTokenizer(bert_vocab), bert_vocab,
+                                tf.constant(texts), length, stride)
+        for key, value in expected.items():
+            np.testing.assert_array_equal(dense[key], value, err_msg=key)
+    nul = tagging_windows(BertTokenizer(bert_vocab), bert_vocab,
+                          tf.constant(["x \x00 y"]), 16, 5)
+    assert nul["num_words"].numpy().tolist() == [3]
+
+
+@pytest.mark.slow
+def test_tflite_tags_like_the_saved_model(tag_run, tag_export, tmp_path,
+                                          capsys):
+    """One .tflite file tags raw text as the SavedModel does: the same
+    entities and offsets on the toy test set, a long text tagged whole,
+    hostile strings without a crash; int8 nearly alike; `bert-tf
+    predict` reads it."""
+    from bert_tf.serving.tflite import TFLiteModel, export_tflite
+    directory, _ = tag_run
+    signature = export_lib.load_exported(tag_export[0]).signatures[
+        "serving_default"]
+    files = {q: export_tflite(directory / "run", tmp_path / f"{q}.tflite",
+                              q, log=lambda *a: None)["path"]
+             for q in ("none", "dynamic_int8")}
+    model = TFLiteModel(files["none"])
+    assert model.kind == "tagging"
+    texts = [" ".join(line.split()[0] for line in block.splitlines())
+             for block in (directory / "test.txt").read_text().split("\n\n")
+             if block.strip() and not block.startswith("-DOCSTART-")]
+    saved = {k: v.numpy() for k, v in signature(
+        text=tf.constant(texts)).items()}
+    for name, path in files.items():
+        out = TFLiteModel(path)(text=texts)
+        same = np.mean([all((out[k][i] == saved[k][i]).all()
+                            for k in ("type", "start", "end", "count"))
+                        for i in range(len(texts))])
+        assert same >= (1.0 if name == "none" else 0.9), (name, same)
+        if name == "none":
+            np.testing.assert_array_equal(out["text"], saved["text"])
+            np.testing.assert_allclose(out["score"], saved["score"],
+                                       atol=1e-4)
+    long_text = " ".join(["Ann went to Oslo ."] * 2000)
+    hostile = ["", "   \t ", b"Ann \xff in \xc3 Oslo", long_text,
+               "\U0001F600 \u6771\u4eac Zo\u00eb \u0645\u0631\u062d\u0628\u0627"
+               " Ann", "\x00\x01\x1b[31m Ann \u202e"]
+    out = model(text=hostile)
+    assert list(out["count"][:2]) == [0, 0]
+    assert out["count"][3] == 32 and np.isfinite(out["score"]).all()
+    assert out["start"][3, 31] > 0  # entities from the whole text
+    assert cli.main(["predict", "--model", str(files["none"]),
+                     "Ann met Bob in Oslo"]) == 0
+    printed = capsys.readouterr().out
+    assert "Ann met Bob in Oslo\t" in printed and "[" in printed

@@ -151,16 +151,20 @@ def max_context(windows, piece):
 
     example, stride = windows["example"], windows["stride"]
     own = score(piece, windows["first"][:, None], windows["size"][:, None])
-    # Every window of the same row, [W, 1, M] against the pieces [W, L, 1].
-    most = tf.reduce_max(tf.concat([windows["per_row"], [0]], 0))
-    other = tf.range(most)[None, None, :]
+    # The windows that may hold a piece start at most `room` pieces before
+    # it: the last one starting at or before it and the few before that,
+    # [W, L, D] (not every window of the row: a long text has hundreds).
+    room = tf.gather(windows["room"], example)[:, None, None]
+    piece3 = tf.expand_dims(piece, 2)
+    other = tf.maximum(piece3, 0) // stride - tf.range(
+        tf.reduce_max(tf.concat([windows["room"], [0]], 0)) // stride + 1)
     other_first = other * stride
     other_size = tf.minimum(
-        tf.gather(windows["room"], example)[:, None, None],
-        tf.gather(windows["lengths"], example)[:, None, None] - other_first)
-    piece3 = tf.expand_dims(piece, 2)
-    holds = (other < tf.gather(windows["per_row"], example)[:, None, None]) \
-        & (piece3 >= other_first) & (piece3 < other_first + other_size)
+        room, tf.gather(windows["lengths"], example)[:, None, None] -
+        other_first)
+    holds = (other >= 0) & (other < tf.gather(windows["per_row"], example)[
+        :, None, None]) & (piece3 >= other_first) & \
+        (piece3 < other_first + other_size)
     theirs = score(piece3, other_first, other_size)
     index = windows["index"][:, None, None]
     beaten = holds & ((theirs > tf.expand_dims(own, 2)) |
