@@ -370,10 +370,11 @@ def build_parser():
                         "SavedModels of any checkpoint")
     p.add_argument("--format", choices=("savedmodel", "tflite"),
                    default="savedmodel",
-                   help="tflite: a fine-tuned classifier (--kind task) "
-                        "or sentence embeddings (--kind embeddings) as one "
-                        ".tflite file with the tokenizer inside (tf-text's "
-                        "TFLite kernels, no Flex)")
+                   help="tflite: a fine-tuned classifier, QA, tagging "
+                        "or multiple-choice model (--kind task) or sentence "
+                        "embeddings (--kind embeddings) as one .tflite file "
+                        "with the tokenizer inside (tf-text's TFLite "
+                        "kernels, no Flex)")
     p.add_argument("--precision", choices=("fp32", "bf16", "auto"),
                    default="fp32",
                    help="savedmodel: fp32, bf16 (weights stored as bf16, "

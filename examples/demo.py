@@ -18,12 +18,17 @@
    curves and accuracies.
 7. Extractive QA on real annotations (the WNUT-16 QA set): fine-tunes the
    imported MiniLM, exports a SavedModel that takes a question and a
-   context, answers three real test questions through it and prints the
-   test EM/F1.
+   context, answers three real test questions through it, writes the QA
+   model as one TFLite file (tokenizer, windows and answer decoding
+   inside), answers them again through it, and prints the test EM/F1.
 8. Named entities on real annotations (WNUT-16): fine-tunes the imported
    MiniLM as a tagger, exports a SavedModel that takes sentences and
    returns entities with offsets, tags three real test tweets through it
    and prints the test entity F1.
+9. Multiple choice on real text (which of 4 sentences comes next):
+   fine-tunes the imported MiniLM, exports a SavedModel that takes a
+   context and its choices, chooses for a real test question and prints
+   the test accuracy.
 """
 
 import collections
@@ -284,6 +289,20 @@ def question_answering(output_dir):
                   if answers["has_answer"][i] else "(no answer)")
         print(f"Q: {example['question']}\nC: {example['context']}\n"
               f"A: {answer}; gold {example['answers']}")
+    _section("TFLite: the QA model with the tokenizer and the answer "
+             "decoding inside, fp32")
+    from bert_tf.serving.tflite import TFLiteModel, export_tflite
+    tflite = export_tflite(result.best_dir, output_dir / "export" /
+                           "wnut_qa.tflite", overwrite=True)["path"]
+    on_device = TFLiteModel(tflite)(question=[e["question"] for e in test],
+                                    context=[e["context"] for e in test])
+    for i, example in enumerate(test):
+        print(f"TFLite A: {on_device['answer'][i].decode()!r} (characters "
+              f"{on_device['start'][i]}-{on_device['end'][i]})")
+    same = sum(on_device["answer"][i] == answers["answer"][i].numpy() and
+               on_device["start"][i] == answers["start"][i]
+               for i in range(len(test)))
+    print(f"TFLite answers equal the SavedModel's on {same} of {len(test)}")
     t = result.test
     print(f"WNUT-16 QA test ({t['total']} questions, {t['HasAns_total']} "
           f"answerable): EM {t['exact']:.1f}, F1 {t['f1']:.1f} (HasAns F1 "
@@ -409,4 +428,5 @@ def main(output_dir="demo_out"):
           f"{qa_export.resolve()} (QA), {ner_export.resolve()} (entities), "
           f"{mc_export.resolve()} (multiple choice), TF Serving config "
           f"{root}/export/models.config; "
-          f"TFLite {root}/export/rt_sentiment.tflite")
+          f"TFLite {root}/export/rt_sentiment.tflite and "
+          f"{root}/export/wnut_qa.tflite")

@@ -1,19 +1,26 @@
-"""TFLite / LiteRT export of a fine-tuned classifier: raw strings in,
-tokenization inside the model, probabilities and labels out.
+"""TFLite / LiteRT export of fine-tuned task models: raw strings in,
+tokenization inside the model, the SavedModel's outputs out. This module
+holds the classifier's graph, the conversion and the runner; the other
+kinds' graphs live in their folders (`bert_tf/tasks/<kind>/tflite.py`:
+span QA, tagging, multiple choice, embeddings).
 
-The graph is the classifier's serving graph with the two pieces TFLite
-builtins cannot run replaced by pieces they can:
+Each graph is its kind's serving graph with the pieces TFLite builtins
+cannot run replaced by pieces they can:
 - tokenization is `tf_text.FastBertTokenizer` with its fused normalization
   (`BertTokenizer.fused`), whose normalizer and WordPiece ops have TFLite
   kernels in tf-text's registrar (no Flex delegate). It equals the
   SavedModel's tokenizer on plain text; on other text it also folds
   compatibility characters (ß -> ss, fullwidth -> ASCII) and keeps
   control characters (see `bert_tf/text/tokenizer.py`);
-- packing is `pack_dense` (gathers and selects instead of ragged ops),
-  equal to the SavedModel's round-robin packing.
-Every request runs at the model's full `seq_length`.
+- packing and windows use gathers and selects instead of ragged ops
+  (`pack_dense`; `qa_windows` and `tagging_windows`, with
+  `bert_tf/text/dense.py`), tested equal to the SavedModel's; QA and
+  tagging share the SavedModel's post-processing, written in dense ops.
+Classifiers and multiple choice run at the model's full `seq_length`; QA
+and tagging windows at their longest row's length, as many windows as the
+text needs.
 
-Run it with `TFLiteClassifier` (LiteRT's interpreter from `ai-edge-litert`
+Run a file with `TFLiteModel` (LiteRT's interpreter from `ai-edge-litert`
 if installed, else `tf.lite`), or on a device with the tf-text custom ops
 registered (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`).
 """
@@ -325,7 +332,8 @@ class TFLiteClassifier(TFLiteModel):
 
 def print_predictions(path, args, log=print):
     """`bert-tf predict --model FILE.tflite`: per text, the label and its
-    probability (classifiers) or the embedding (embeddings)."""
+    probability (classifiers) or the embedding (embeddings); the other
+    kinds print as their SavedModels do."""
     from bert_tf.tasks.base import command_line_texts
     from bert_tf.tasks.embeddings.serving import print_embeddings
 
