@@ -70,6 +70,19 @@ def _bio(words, entities):
     return tags
 
 
+def tokenizer_differences(checkpoint, texts):
+    """How many of `texts` the TFLite tokenizer (fused normalizer) cuts
+    into other pieces than the SavedModel's."""
+    from bert_tf.tasks import load_finetuned
+    from bert_tf.text.tokenizer import BertTokenizer
+
+    task, _, vocab, _ = load_finetuned(checkpoint)
+    tokenizer = BertTokenizer(vocab, task.spec.lower_case)
+    ours = tokenizer(tf.constant(texts)).to_list()
+    fused = tokenizer.fused().tokenize(tf.constant(texts)).to_list()
+    return sum(a != b for a, b in zip(ours, fused))
+
+
 def _runtimes(checkpoint, out, names, log):
     """{name: (call(**inputs) -> NumPy outputs, bytes)}: the SavedModel and
     the TFLite fp32 and int8 files of one run."""
@@ -98,7 +111,11 @@ def qa(checkpoint, out, calls):
     test = list(load_wnut_qa().split("test"))
     golds = [list(e["answers"]) for e in test]
     runtimes = _runtimes(checkpoint, out, "qa", lambda line: None)
-    print(f"\nspan QA {checkpoint}: WNUT-16 QA test, {len(test)} questions")
+    texts = [e["question"] for e in test] + [e["context"] for e in test]
+    differ = tokenizer_differences(checkpoint, texts)
+    print(f"\nspan QA {checkpoint}: WNUT-16 QA test, {len(test)} questions;"
+          f" the TFLite tokenizer cuts {differ} of the {len(texts)} "
+          "questions and contexts otherwise")
     print(f"{'':<12} {'F1':>6} {'EM':>6} {'agree':>7} {'MB':>7} "
           f"{'b1 p50 ms':>10} {'b1 p99 ms':>10}")
     reference = None
@@ -137,8 +154,10 @@ def ner(checkpoint, out, calls):
     test = list(load_wnut_ner().split("test"))
     runtimes = _runtimes(checkpoint, out, "ner", lambda line: None)
     gold = [list(tags) for _, tags in test]
+    differ = tokenizer_differences(checkpoint,
+                                   [" ".join(w) for w, _ in test])
     print(f"\ntagging {checkpoint}: WNUT-16 NER test, {len(test)} "
-          "sentences")
+          f"sentences; the TFLite tokenizer cuts {differ} otherwise")
     print(f"{'':<12} {'F1':>6} {'agree':>7} {'MB':>7} {'b1 p50 ms':>10} "
           f"{'b1 p99 ms':>10}")
     reference = None
