@@ -302,25 +302,3 @@ def test_regression_teacher_teaches_scores(tmp_path):
     assert teacher.test["pearson"] >= 0.9, teacher.test
     assert result.test["pearson"] >= 0.9, result.test
 
-
-@pytest.mark.slow
-def test_long_document_teacher_teaches_pooled_logits(tmp_path):
-    """A toy long-document classifier (the label word mostly past the
-    first window) teaches a student with half its feed-forward width:
-    a transfer-set row is a document, the soft loss is on the pooled
-    logits, and the hidden states of every window are matched."""
-    from test_long_document import long_config, write_long_toy
-    from bert_tf import finetune
-    from bert_tf.tasks import read_spec
-    write_long_toy(tmp_path)
-    teacher = finetune.run(long_config(tmp_path), log=lambda *a: None)
-    cfg = distill_config(teacher.best_dir.parent, tmp_path,
-                         tmp_path / "student", epochs=8, hidden_weight=1.0)
-    lines = []
-    result = distill.run(cfg, log=lines.append)
-    assert any("teacher outputs for 320 texts (320 labeled; 320 rows)"
-               in line for line in lines), lines
-    assert teacher.test["accuracy"] >= 0.9, teacher.test
-    assert result.test["accuracy"] >= 0.85, result.test
-    _, spec = read_spec(tmp_path / "student")
-    assert spec.long_document and spec.window_pooling == "max"

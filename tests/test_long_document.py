@@ -155,3 +155,31 @@ def test_tflite_refuses_a_long_document_classifier(long_runs, tmp_path):
         export_tflite(runs[True, "max"].best_dir, tmp_path / "x.tflite",
                       log=lambda *a: None)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_long_document_teacher_teaches_pooled_logits(long_runs, tmp_path):
+    """The windows-max run teaches a student with half its feed-forward
+    width: a transfer-set row is a document, the soft loss is on the
+    pooled logits, and the hidden states of every window are matched."""
+    from bert_tf import distill
+    from bert_tf.tasks import read_spec
+    from toy_task import ENCODER
+    directory, runs = long_runs
+    teacher = runs[True, "max"]
+    cfg = distill.load_dict({
+        "teacher": str(teacher.best_dir.parent), "init": "",
+        "vocab": str(directory / "vocab.txt"),
+        "encoder": {**ENCODER, "intermediate_size": 32},
+        "seq_length": 16, "batch_size": 32, "epochs": 8,
+        "optimizer": {"learning_rate": 3e-3}, "alpha": 0.5,
+        "hidden_weight": 1.0,
+        "trainer": {"model_dir": str(tmp_path / "student"),
+                    "steps_per_loop": 5, "seed": 1}})
+    lines = []
+    result = distill.run(cfg, log=lines.append)
+    assert any("teacher outputs for 320 texts (320 labeled; 320 rows)"
+               in line for line in lines), lines
+    assert result.test["accuracy"] >= 0.85, (result.test, teacher.test)
+    _, spec = read_spec(tmp_path / "student")
+    assert spec.long_document and spec.window_pooling == "max"

@@ -34,6 +34,13 @@ def byte_slices(text, start, end):
     return tf.reshape(pieces.flat_values, tf.shape(start))
 
 
+def padded_dense(values, fill):
+    """Ragged [B, (n)] -> int32 [B, n_max + 1] (`fill` after each row; the
+    extra column keeps every gather in range, even for empty rows)."""
+    dense = tf.cast(values, tf.int32).to_tensor(default_value=fill)
+    return tf.pad(dense, [[0, 0], [0, 1]], constant_values=fill)
+
+
 def rows_by_example(values, example, num_examples, fill, width=None):
     """Rows [N, ...] tagged with their example (`example` int [N], sorted)
     -> [num_examples, width, ...], each example's rows in order, `fill`

@@ -14,16 +14,10 @@ SavedModel.
 import tensorflow as tf
 
 from bert_tf.tasks.span_qa.decoding import decode_answers
-from bert_tf.text.dense import char_offsets, dense_windows, max_context
+from bert_tf.text.dense import (char_offsets, dense_windows, max_context,
+                                 padded_dense)
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.tokenizer import BertTokenizer
-
-
-def padded_dense(values, fill):
-    """Ragged [B, (n)] -> int32 [B, n_max + 1] (`fill` after each row; the
-    extra column keeps every gather in range, even for empty rows)."""
-    dense = tf.cast(values, tf.int32).to_tensor(default_value=fill)
-    return tf.pad(dense, [[0, 0], [0, 1]], constant_values=fill)
 
 
 def qa_windows(tokenizer, vocab, question, context, seq_length, doc_stride,
