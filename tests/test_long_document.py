@@ -32,8 +32,10 @@ def write_long_toy(directory, seed=0):
 
 
 def long_config(directory, long_document=True, pooling="max"):
+    # One evaluation per epoch (10 steps), not two: the runs are the
+    # file's cost.
     return toy_config(directory, epochs=8, **{
-        "task.pooling": "mean",
+        "trainer.steps_per_loop": 10, "task.pooling": "mean",
         "trainer.model_dir": str(directory / f"run_{long_document}"
                                  f"_{pooling}"),
         "task.long_document": long_document,
@@ -175,7 +177,7 @@ def test_long_document_teacher_teaches_pooled_logits(long_runs, tmp_path):
         "optimizer": {"learning_rate": 3e-3}, "alpha": 0.5,
         "hidden_weight": 1.0,
         "trainer": {"model_dir": str(tmp_path / "student"),
-                    "steps_per_loop": 5, "seed": 1}})
+                    "steps_per_loop": 10, "seed": 1}})
     lines = []
     result = distill.run(cfg, log=lines.append)
     assert any("teacher outputs for 320 texts (320 labeled; 320 rows)"

@@ -2,7 +2,8 @@
 TFLite kernels) can run: no ragged kernels, no string `where`, `pad` or
 `substr`. The post-processing of span QA and tagging is written with
 them, so the SavedModel, evaluation and the TFLite files share it; the
-TFLite featurizers (`bert_tf/serving/tflite_features.py`) use them too.
+TFLite featurizers (`tasks/span_qa/tflite.py`, `tasks/tagging/tflite.py`)
+use them too.
 """
 
 import tensorflow as tf
@@ -113,8 +114,9 @@ def dense_windows(lengths, room, stride):
     Returns:
         dict of int32 [W]: `example` (the row of each window), `first`
         (its first piece), `size` (its pieces), `index` (its place among
-        the row's windows), and `per_row` (int32 [B], the windows of each
-        row).
+        the row's windows); `per_row` (int32 [B], the windows of each
+        row); and the arguments `room`, `lengths`, `stride` (for
+        `max_context`).
 
     Examples:
         >>> w = dense_windows(tf.constant([5, 2]), 3, 2)
