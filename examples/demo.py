@@ -300,7 +300,7 @@ def question_answering(output_dir):
         print(f"TFLite A: {on_device['answer'][i].decode()!r} (characters "
               f"{on_device['start'][i]}-{on_device['end'][i]})")
     same = sum(on_device["answer"][i] == answers["answer"][i].numpy() and
-               on_device["start"][i] == answers["start"][i]
+               int(on_device["start"][i]) == int(answers["start"][i])
                for i in range(len(test)))
     print(f"TFLite answers equal the SavedModel's on {same} of {len(test)}")
     t = result.test
