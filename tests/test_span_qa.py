@@ -653,7 +653,7 @@ def test_tflite_answers_like_the_saved_model(qa_run, qa_export, tmp_path,
     the same answers and offsets on the toy test set, a 5,000-word
     context read whole in one call, hostile strings without a crash; the
     int8 file answers nearly alike; `bert-tf predict` reads it."""
-    from bert_tf.serving.tflite import TFLiteModel, export_tflite
+    from bert_tf.serving.tflite import TFLiteModel, custom_ops, export_tflite
     directory, _ = qa_run
     loaded = export_lib.load_exported(qa_export[0])
     quiet = {"log": lambda *a: None}
@@ -662,6 +662,11 @@ def test_tflite_answers_like_the_saved_model(qa_run, qa_export, tmp_path,
              for q in ("none", "dynamic_int8")}
     model = TFLiteModel(files["none"])
     assert model.kind == "span_qa"
+    # Builtins plus tf-text's registered kernels: no Flex, no ragged op.
+    assert set(custom_ops(files["none"])) == {
+        "FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
+        "RaggedTensorToTensor", "TFText>ByteSplitByOffsets",
+        "TFText>ByteSplitWithOffsets"}
     test = json.loads((directory / "test.json").read_text())["data"][0][
         "paragraphs"]
     questions = [p["qas"][0]["question"] for p in test]

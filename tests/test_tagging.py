@@ -301,7 +301,7 @@ def test_tflite_tags_like_the_saved_model(tag_run, tag_export, tmp_path,
     entities and offsets on the toy test set, a long text tagged whole,
     hostile strings without a crash; int8 nearly alike; `bert-tf
     predict` reads it."""
-    from bert_tf.serving.tflite import TFLiteModel, export_tflite
+    from bert_tf.serving.tflite import TFLiteModel, custom_ops, export_tflite
     directory, _ = tag_run
     signature = export_lib.load_exported(tag_export[0]).signatures[
         "serving_default"]
@@ -310,6 +310,11 @@ def test_tflite_tags_like_the_saved_model(tag_run, tag_export, tmp_path,
              for q in ("none", "dynamic_int8")}
     model = TFLiteModel(files["none"])
     assert model.kind == "tagging"
+    assert set(custom_ops(files["none"])) == {
+        "FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
+        "RaggedTensorToTensor", "TFText>ByteSplitByOffsets",
+        "TFText>ByteSplitWithOffsets",
+        "TFText>WhitespaceTokenizeWithOffsetsV2"}
     texts = [" ".join(line.split()[0] for line in block.splitlines())
              for block in (directory / "test.txt").read_text().split("\n\n")
              if block.strip() and not block.startswith("-DOCSTART-")]
@@ -327,8 +332,9 @@ def test_tflite_tags_like_the_saved_model(tag_run, tag_export, tmp_path,
                                        atol=1e-4)
     long_text = " ".join(["Ann went to Oslo ."] * 2000)
     hostile = ["", "   \t ", b"Ann \xff in \xc3 Oslo", long_text,
-               "\U0001F600 \u6771\u4eac Zo\u00eb \u0645\u0631\u062d\u0628\u0627"
-               " Ann", "\x00\x01\x1b[31m Ann \u202e"]
+               "\U0001F600 \u6771\u4eac Zo\u00eb "
+               "\u0645\u0631\u062d\u0628\u0627 Ann",
+               "\x00\x01\x1b[31m Ann \u202e"]
     out = model(text=hostile)
     assert list(out["count"][:2]) == [0, 0]
     assert out["count"][3] == 32 and np.isfinite(out["score"]).all()
