@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.text.dense import padded_dense
 from bert_tf.text.vocab import Vocab, read_vocab, validate_tokens
 
 # Words longer than this many bytes become [UNK] (original: 100 characters).
@@ -157,14 +158,10 @@ class BertTokenizer(keras.layers.Layer):
             unknown_token="[UNK]")
         normalized, offsets = normalizer.normalize_with_offsets(text)
         ids, starts, ends = wordpiece.tokenize_with_offsets(normalized)
-
-        def dense(values):
-            return tf.pad(tf.cast(values, tf.int32).to_tensor(),
-                          [[0, 0], [0, 1]])
-
-        offsets = dense(offsets)
-        return (ids, tf.gather(offsets, dense(starts), batch_dims=1),
-                tf.gather(offsets, dense(ends), batch_dims=1))
+        offsets = padded_dense(offsets, 0)
+        return (ids,
+                tf.gather(offsets, padded_dense(starts, 0), batch_dims=1),
+                tf.gather(offsets, padded_dense(ends, 0), batch_dims=1))
 
     @property
     def vocab_size(self):
