@@ -1,3 +1,5 @@
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -88,8 +90,9 @@ def test_masked_lm_head_gathers_positions_and_ties_weights():
     np.testing.assert_allclose(logits[1, 0], logits[1, 1], atol=1e-6)
     # The output matrix is the embedding table: not a weight of the head.
     assert all(w is not table.embeddings for w in head.weights)
+    kernel, bias = (w.numpy() for w in head.transform.weights)
     transformed = head.layer_norm(keras.activations.gelu(
-        head.transform(seq[:1, :1]), approximate=True)).numpy()
+        seq[:1, :1] @ kernel + bias, approximate=True)).numpy()
     expected = transformed[0, 0] @ table.embeddings.numpy().T
     np.testing.assert_allclose(logits[0, 0], expected, atol=1e-4)
 
@@ -135,3 +138,46 @@ def test_block_matches_the_einsum_formulation():
     got = block(x, mask).numpy()
     np.testing.assert_allclose(got, _reference_block(block, x, mask),
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
+    """Loaded as TF Serving loads a SavedModel (a TF1 session, Grappler on),
+    the block's feed-forward runs as one oneDNN kernel: MatMul + BiasAdd +
+    GELU (docs/benchmarks.md: the op names decide whether Grappler sees it).
+    """
+    import platform
+
+    import tensorflow as tf
+
+    if platform.machine() != "x86_64" or os.environ.get(
+            "TF_ENABLE_ONEDNN_OPTS") == "0":
+        pytest.skip("oneDNN's fusions are TensorFlow's default on x86 only")
+    block = TransformerBlock(hidden_size=32, num_heads=2,
+                             intermediate_size=64, dtype=dtype)
+    block.build((None, None, 32))
+    module = tf.Module()
+    module.variables_ = [w.value for w in block.weights]
+    module.serve = tf.function(
+        lambda x, mask: tf.cast(block(x, mask), tf.float32),
+        input_signature=[tf.TensorSpec([None, None, 32]),
+                         tf.TensorSpec([None, None], tf.int32)])
+    tf.saved_model.save(module, str(tmp_path), signatures=module.serve)
+    graph = tf.Graph()
+    with tf.compat.v1.Session(graph=graph) as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"],
+                                                    str(tmp_path))
+        signature = meta.signature_def["serving_default"]
+        feeds = {graph.get_tensor_by_name(signature.inputs[k].name): v
+                 for k, v in (("x", _x(2, 5, 32)),
+                              ("mask", np.ones((2, 5), "int32")))}
+        metadata = tf.compat.v1.RunMetadata()
+        session.run([graph.get_tensor_by_name(t.name)
+                     for t in signature.outputs.values()], feeds,
+                    options=tf.compat.v1.RunOptions(
+                        output_partition_graphs=True),
+                    run_metadata=metadata)
+    fused = {"+".join(f.decode() for f in node.attr["fused_ops"].list.s)
+             for graph_def in metadata.partition_graphs
+             for node in graph_def.node if "MatMul" in node.op}
+    assert "BiasAdd+GeluApproximate" in fused, fused

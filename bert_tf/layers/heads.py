@@ -52,14 +52,14 @@ class MaskedLMHead(ConfigLayer):
         super().__init__(**kwargs)
         # === Config ===
         self.keep_config(locals())
-        self._activation = activation(hidden_act)
 
         # === Layers ===
         # Held outside Keras/TF tracking: the table belongs to the encoder,
         # and one owner keeps one checkpoint path per variable.
         object.__setattr__(self, "token_embedding", token_embedding)
         self.transform = keras.layers.Dense(
-            hidden_size, kernel_initializer=truncated_normal(
+            hidden_size, activation=activation(hidden_act),
+            kernel_initializer=truncated_normal(
                 initializer_range), dtype=self.dtype_policy, name="transform")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
@@ -79,7 +79,7 @@ class MaskedLMHead(ConfigLayer):
 
     def call(self, sequence_output, masked_lm_positions):
         x = gather_positions(sequence_output, masked_lm_positions)
-        x = self.layer_norm(self._activation(self.transform(x)))
+        x = self.layer_norm(self.transform(x))
         table = ops.convert_to_tensor(
             self.token_embedding.embeddings if self.token_embedding
             is not None else self.output_embeddings)
