@@ -154,7 +154,7 @@ def _predict(args):
 
         return print_predictions(args.model, args)
     tasks.get_export_class(args.export_kind).print_predictions(
-        load_exported(args.model), args)
+        load_exported(args.model, serving_only=args.own_process), args)
 
 
 def _add_kind_flags(predict_parser, argv):
@@ -462,6 +462,7 @@ def build_parser():
 
 def main(argv=None):
     parser = build_parser()
+    own_process = argv is None  # not called in-process, where one may train
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     if argv[:1] == ["predict"]:
         try:
@@ -470,6 +471,7 @@ def main(argv=None):
             print(f"bert-tf predict: error: {e}", file=sys.stderr)
             return 2
     args, extra = parser.parse_known_args(argv)
+    args.own_process = own_process
     if extra and (args.command != "pairs" or not args.runner):
         kind = getattr(args, "export_kind", None)
         print(f"bert-tf {args.command}: error: {' '.join(extra)}: not "

@@ -59,3 +59,26 @@ def test_wrong_files_give_one_line_errors(capsys, tmp_path):
         err = capsys.readouterr().err.strip()
         assert message in err and "Traceback" not in err, (argv, err)
         assert len(err.splitlines()) == 1, err
+
+
+def test_predict_serves_only_as_its_own_process(monkeypatch, tmp_path):
+    """`bert-tf predict` run as a command loads its export as a process
+    that only serves (a bf16 export's oneDNN weights stay reordered:
+    bert_tf.serving.runtime); called in-process, where the caller may
+    train, it does not."""
+    from bert_tf.serving import export
+
+    calls = []
+
+    def load(path, serving_only=False):
+        calls.append(serving_only)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(export, "load_exported", load)
+    monkeypatch.setattr(cli, "_add_kind_flags", lambda parser, argv:
+                        parser.set_defaults(export_kind="classification"))
+    argv = ["predict", "--model", str(tmp_path), "x"]
+    assert cli.main(argv) == 2
+    monkeypatch.setattr(cli.sys, "argv", ["bert-tf", *argv])
+    assert cli.main() == 2
+    assert calls == [False, True]

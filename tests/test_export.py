@@ -3,6 +3,7 @@ back by a fresh Python process and by a C program on the TF C API, its op
 audit, warm-up records, hostile inputs, and `bert-tf predict`."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from conftest import (assert_bf16_export_agrees,
 
 from bert_tf import cli
 from bert_tf.serving import export as export_lib
+from bert_tf.serving import runtime
 from bert_tf.tasks.classification.task import WARMUP_TEXTS, load_classifier
 from bert_tf.text.preprocessor import BertPreprocessor
 
@@ -110,9 +112,11 @@ print(json.dumps(outputs))
 @pytest.mark.slow
 def test_fresh_process_reproduces_in_memory_model(exported):
     out, _, _, run_dir = exported
+    # Served as `bert-tf predict` serves: oneDNN keeps its reordered weights.
     result = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS, str(out), json.dumps(TEXTS)],
-        capture_output=True, text=True, check=True, timeout=300)
+        capture_output=True, text=True, check=True, timeout=300,
+        env={**os.environ, runtime.FROZEN_WEIGHTS: "1"})
     served = json.loads(result.stdout.strip().splitlines()[-1])
     ref = reference(run_dir, TEXTS)
     np.testing.assert_allclose(served["probabilities"], ref["probabilities"],
@@ -298,6 +302,20 @@ def test_bf16_export_agrees_with_fp32(exported, tmp_path):
     requests = [{"text": TEXTS}, {"text": HOSTILE}]
     shares = assert_bf16_export_agrees(run_dir, out, tmp_path, requests)
     assert shares == {"label": 1.0}
+    # `bert-tf predict`, its own process, serves a bf16 export with oneDNN
+    # keeping its weights reordered (blocked layouts; bert_tf.serving.runtime).
+    env = {k: v for k, v in os.environ.items() if k != runtime.FROZEN_WEIGHTS}
+    result = subprocess.run(
+        [sys.executable, "-m", "bert_tf.cli", "predict", "--model",
+         str(tmp_path / "bf16" / "1"), *TEXTS], capture_output=True,
+        text=True, check=True, timeout=300, env={**env, "ONEDNN_VERBOSE": "1"})
+    lines = result.stdout.splitlines()
+    assert any(",inner_product," in line and "wei:bf16:a:blocked:AB" in line
+               for line in lines if line.startswith("onednn_verbose"))
+    labels = [line.split("\t")[0] for line in lines
+              if not line.startswith("onednn_verbose")]
+    want = export_lib.predict_texts(export_lib.load_exported(out), TEXTS)
+    assert labels == [v.decode() for v in want["label"]]
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ from bert_tf.safe_io import (check_writable, guarded_write,
 from bert_tf.serving import warmup
 from bert_tf.serving.integrity import (broken_export_error,
                                        check_export_files)
+from bert_tf.serving.runtime import FROZEN_WEIGHTS, serving_only_process
 from bert_tf.storage import GPath
 
 SIGNATURE_TENSORS = "signature_tensors.txt"
@@ -373,25 +374,33 @@ def _write_export(out, spec, vocab, model, log, make_module):
     log(f"wrote {out / 'assets.extra' / 'tf_serving_warmup_requests'} "
         f"({len(requests)} requests; sequence lengths "
         f"{', '.join(map(str, module.lengths))})")
-    log(f"updated {config_path} and {batching_path}")
+    log(f"updated {config_path} and {batching_path}" + (
+        f"; serve it with {FROZEN_WEIGHTS}=1 in TF Serving's environment "
+        "(oneDNN keeps its bf16 weights in their fastest layout)"
+        if spec.get("precision") == "bf16" else ""))
     return {"path": out, "ops": ops, "bytes": size, "kind": spec["kind"],
             "signatures": list(module.signatures())}
 
 
-def load_exported(path):
-    """Loads an export (imports tensorflow_text first, which it needs)."""
+def load_exported(path, serving_only=False):
+    """Loads an export (imports tensorflow_text first, which it needs).
+    `serving_only`: nothing in this process trains (as in `bert-tf
+    predict`), so a bf16 export's matmuls may keep their reordered weights
+    (`bert_tf.serving.runtime`)."""
     import tensorflow_text  # noqa: F401 (registers the tf-text ops)
 
     path = _check_saved_model(path)
     check_export_files(path)
+    info = GPath(path) / "assets.extra" / "bert_tf.json"
+    precision = json.loads(info.read_text()).get(
+        "precision", "fp32") if info.is_file() else "fp32"
+    if serving_only:
+        serving_only_process(precision)
     try:
         loaded = tf.saved_model.load(str(path))
     except Exception as error:  # noqa: BLE001 (any damage, any file)
         raise broken_export_error(path, error) from None
-    info = GPath(path) / "assets.extra" / "bert_tf.json"
-    if info.is_file():
-        precision_lib.warn_if_emulated(
-            json.loads(info.read_text()).get("precision", "fp32"), path)
+    precision_lib.warn_if_emulated(precision, path)
     return loaded
 
 
