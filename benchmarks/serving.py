@@ -20,17 +20,27 @@ openvino:
 
     .venv-bench/bin/python benchmarks/serving.py [--calls 300]
         [--batches 20] [--skip-tasks]
+
+The exports are written first; a second process times every row, and
+where the CPU has bf16 a third one, started with
+`TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` as `bert-tf predict` and a serving
+container serve bf16 exports (`bert_tf.serving.runtime`), times our bf16
+exports again ("frozen weights" rows).
 """
 
 import argparse
 import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 THREADS = 2
+FROZEN_WEIGHTS = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"  # bert_tf.serving.runtime
+FROZEN_SUFFIX = ", frozen weights"
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -84,6 +94,48 @@ def _hf_models(directory):
         model.bert.load_state_dict(encoder, strict=False)
         model.eval().save_pretrained(directory / kind)
     return models, labels
+
+
+def _load_hf_models(directory):
+    """The models `_hf_models` saved in `directory`."""
+    from transformers import (BertForQuestionAnswering,
+                              BertForSequenceClassification,
+                              BertForTokenClassification)
+
+    models = {kind: cls.from_pretrained(directory / kind).eval()
+              for kind, cls in (("classification",
+                                 BertForSequenceClassification),
+                                ("span_qa", BertForQuestionAnswering),
+                                ("tagging", BertForTokenClassification))}
+    return models
+
+
+# Our exports: directory name -> (kind, precision, fixed length).
+EXPORTS = {
+    "ours fp32, padding cut": ("classification", "fp32", False),
+    "ours bf16, padding cut": ("classification", "bf16", False),
+    "ours fp32, fixed seq 128": ("classification", "fp32", True),
+    "span_qa: ours fp32": ("span_qa", "fp32", False),
+    "span_qa: ours bf16": ("span_qa", "bf16", False),
+    "tagging: ours fp32": ("tagging", "fp32", False),
+    "tagging: ours bf16": ("tagging", "bf16", False),
+}
+
+
+def _export_dir(root, name):
+    return root / "export" / name.replace(" ", "_").replace(",", "").replace(
+        ":", "") / "1"
+
+
+def write_exports(root, vocab_path, labels, bf16, skip_tasks):
+    """Writes each of EXPORTS this run times under `root` (in this
+    process, whose weights change while the exports are built)."""
+    for name, (kind, precision, fixed) in EXPORTS.items():
+        if (precision == "bf16" and not bf16) or (
+                skip_tasks and kind != "classification"):
+            continue
+        _our_export(root / "hf", vocab_path, _export_dir(root, name), kind,
+                    precision, fixed, labels=labels)
 
 
 def _our_export(hf_root, vocab_path, out, kind, precision="fp32",
@@ -190,26 +242,22 @@ def _onnx_sessions(hf, tokenizer, directory):
         onnxruntime.__version__, openvino.__version__)
 
 
-def classification(args, tmp, hf, tokenizer, vocab_path, texts, bf16):
+def classification(args, tmp, hf, tokenizer, texts, bf16):
     """Rows of the classification table."""
     import torch
 
     from bert_tf.serving.export import load_exported
 
     served = {}
-    variants = (("ours fp32, padding cut", "fp32", False),
-                ("ours bf16, padding cut", "bf16", False),
-                ("ours fp32, fixed seq 128", "fp32", True))
-    for name, precision, fixed in variants:
-        if precision == "bf16" and not bf16:
+    for name, (kind, precision, _) in EXPORTS.items():
+        if kind != "classification" or (precision == "bf16" and not bf16) or (
+                args.frozen_bf16 and precision != "bf16"):
             continue
-        out = _our_export(tmp / "hf", vocab_path,
-                          tmp / "export" / name.replace(" ", "_")
-                          .replace(",", "") / "1", "classification",
-                          precision, fixed)
-        signature = load_exported(out).signatures["serving_default"]
-        served[name] = (lambda s: lambda batch: s(text=tf.constant(batch))[
-            "logits"].numpy())(signature)
+        signature = load_exported(_export_dir(tmp, name)).signatures[
+            "serving_default"]
+        served[name + FROZEN_SUFFIX * args.frozen_bf16] = (
+            lambda s: lambda batch: s(text=tf.constant(batch))[
+                "logits"].numpy())(signature)
 
     def hf_eager(batch):
         with torch.inference_mode():
@@ -217,9 +265,10 @@ def classification(args, tmp, hf, tokenizer, vocab_path, texts, bf16):
                                max_length=128, return_tensors="pt")
             return hf(**inputs).logits.numpy()
 
-    peers, versions = _onnx_sessions(hf, tokenizer, tmp)
-    functions = {**served, "HF transformers eager (PyTorch)": hf_eager,
-                 **peers}
+    peers, versions = ({}, None) if args.frozen_bf16 else _onnx_sessions(
+        hf, tokenizer, tmp)
+    functions = {**served, **({} if args.frozen_bf16 else {
+        "HF transformers eager (PyTorch)": hf_eager}), **peers}
     check = texts[:8]
     want = hf_eager(check)
     for name, function in functions.items():
@@ -233,7 +282,7 @@ def classification(args, tmp, hf, tokenizer, vocab_path, texts, bf16):
     return rows, versions
 
 
-def qa_and_ner(args, tmp, models, tokenizer, vocab_path, labels, bf16):
+def qa_and_ner(args, tmp, models, tokenizer, bf16):
     """Batch-1 rows of QA (seq 384) and NER, ours beside HF's pipelines."""
     from transformers import pipeline
 
@@ -246,11 +295,11 @@ def qa_and_ner(args, tmp, models, tokenizer, vocab_path, labels, bf16):
     tweets = [" ".join(tokens) for tokens, _ in sample_texts.read_wnut()]
     rows = {}
     for kind, inputs in (("span_qa", questions), ("tagging", tweets)):
-        for precision in ("fp32", "bf16") if bf16 else ("fp32",):
-            out = _our_export(tmp / "hf", vocab_path,
-                              tmp / "export" / f"{kind}_{precision}" / "1",
-                              kind, precision, labels=labels)
-            serve = load_exported(out).signatures["serving_default"]
+        precisions = ("fp32", "bf16") if bf16 else ("fp32",)
+        for precision in ("bf16",) if args.frozen_bf16 else precisions:
+            serve = load_exported(_export_dir(
+                tmp, f"{kind}: ours {precision}")).signatures[
+                    "serving_default"]
             if kind == "span_qa":
                 def call(batch, serve=serve):
                     return serve(question=tf.constant([q for q, _ in batch]),
@@ -259,8 +308,11 @@ def qa_and_ner(args, tmp, models, tokenizer, vocab_path, labels, bf16):
                 def call(batch, serve=serve):
                     return serve(text=tf.constant(batch))
             ms = _batch1(call, inputs, args.calls)
-            rows[f"{kind}: ours {precision}"] = (np.percentile(ms, 50),
-                                                 np.percentile(ms, 99))
+            rows[f"{kind}: ours {precision}"
+                 + FROZEN_SUFFIX * args.frozen_bf16] = (
+                np.percentile(ms, 50), np.percentile(ms, 99))
+        if args.frozen_bf16:
+            continue
         if kind == "span_qa":
             hf = pipeline("question-answering", model=models[kind],
                           tokenizer=tokenizer, device="cpu")
@@ -285,6 +337,9 @@ def main():
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--skip-tasks", action="store_true",
                         help="classification only (no QA / NER rows)")
+    parser.add_argument("--exports", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--frozen-bf16", action="store_true",
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     import torch
@@ -294,27 +349,41 @@ def main():
     from bert_tf.data.sample_texts import read_rt_snippets
     from bert_tf.training.precision import cpu_bf16_flags
 
-    torch.set_num_threads(THREADS)
     vocab_path = samples.fetch("minilm") / "vocab.txt"
+    bf16 = bool(cpu_bf16_flags())
+    if args.exports is None:  # write everything, then time in a new process
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            _, labels = _hf_models(tmp / "hf")
+            write_exports(tmp, vocab_path, labels, bf16, args.skip_tasks)
+            env = {k: v for k, v in os.environ.items() if k != FROZEN_WEIGHTS}
+            command = [sys.executable, __file__, *sys.argv[1:], "--exports",
+                       str(tmp)]
+            subprocess.run(command, env=env, check=True)
+            if bf16:
+                subprocess.run(command + ["--frozen-bf16"], check=True,
+                               env={**env, FROZEN_WEIGHTS: "1"})
+        return
+
+    torch.set_num_threads(THREADS)
     tokenizer = BertTokenizerFast(str(vocab_path), do_lower_case=True)
     texts, _ = read_rt_snippets()
     texts = list(texts[:args.batches * 32])
-    bf16 = bool(cpu_bf16_flags())
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        models, labels = _hf_models(tmp / "hf")
-        rows, versions = classification(args, tmp, models["classification"],
-                                        tokenizer, vocab_path, texts, bf16)
+    tmp = args.exports
+    models = _load_hf_models(tmp / "hf")
+    rows, versions = classification(args, tmp, models["classification"],
+                                    tokenizer, texts, bf16)
+    if versions:
         _print_header(texts, tokenizer, versions)
-        print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
-              f"{'b32 sent/s':>11}")
-        for name, (p50, p99, rate) in rows.items():
-            print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f}",
-                  flush=True)
-        if args.skip_tasks:
-            return
-        task_rows = qa_and_ner(args, tmp, models, tokenizer, vocab_path,
-                               labels, bf16)
+    else:
+        print(f"\n{FROZEN_WEIGHTS}=1 (bf16 exports, as they are served)")
+    print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
+          f"{'b32 sent/s':>11}")
+    for name, (p50, p99, rate) in rows.items():
+        print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f}", flush=True)
+    if args.skip_tasks:
+        return
+    task_rows = qa_and_ner(args, tmp, models, tokenizer, bf16)
     print(f"\n{'batch 1, real WNUT inputs':<38} {'p50 ms':>10} "
           f"{'p99 ms':>10}")
     for name, (p50, p99) in task_rows.items():

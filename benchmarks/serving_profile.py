@@ -10,19 +10,28 @@ are listed with what they fused. Also prints the wall-clock p50 of the
 same session, untraced, and the length bucket the requests ran at.
 
     .venv/bin/python benchmarks/serving_profile.py [--precision fp32]
-        [--calls 30] [--top 15] [--export DIR]
+        [--calls 30] [--top 15] [--export DIR] [--weights-may-change]
+
+The export is written first and profiled in a second process, which serves
+a bf16 export with `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`, as `bert-tf
+predict` and a serving container do (`bert_tf.serving.runtime`; fp32
+exports are served without it). `--weights-may-change` profiles a bf16
+export without it.
 """
 
 import argparse
 import collections
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 THREADS = 2
+FROZEN_WEIGHTS = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"  # bert_tf.serving.runtime
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -150,26 +159,41 @@ def main():
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--export", help="profile this export instead of "
                                          "building one")
+    parser.add_argument("--weights-may-change", action="store_true",
+                        help=f"profile without {FROZEN_WEIGHTS}=1")
     args = parser.parse_args()
 
     from bert_tf.data.sample_texts import read_rt_snippets
 
+    want = None if args.weights_may_change or args.precision != "bf16" \
+        else "1"
+    if not args.export or os.environ.get(FROZEN_WEIGHTS) != want:
+        # Write the export here; profile it in a process that serves only.
+        with tempfile.TemporaryDirectory() as tmp:
+            export_dir = args.export or build_export(
+                Path(tmp) / "export" / "bench" / "1", args.preset,
+                args.precision)
+            env = {k: v for k, v in os.environ.items() if k != FROZEN_WEIGHTS}
+            env.update({FROZEN_WEIGHTS: want} if want else {})
+            argv = [a for a in sys.argv[1:] if a != "--export"
+                    and a != args.export]
+            subprocess.run([sys.executable, __file__, *argv, "--export",
+                            str(export_dir)], env=env, check=True)
+        return
     texts, _ = read_rt_snippets()
-    with tempfile.TemporaryDirectory() as tmp:
-        export_dir = Path(args.export) if args.export else build_export(
-            Path(tmp) / "export" / "bench" / "1", args.preset,
-            args.precision)
-        session, text_input, outputs = load_session(export_dir)
-        print(f"{export_dir}: {args.preset}, {args.precision}; TF "
-              f"{tf.__version__}, {THREADS} threads, {os.cpu_count()} cores; "
-              f"oneDNN {os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'default')}")
-        for size, calls in ((1, args.calls), (32, max(3, args.calls // 6))):
-            batches = [np.array(texts[i * size:(i + 1) * size], dtype=object)
-                       for i in range(calls)]
-            wall = wall_p50(session, text_input, outputs, batches)
-            times, fusions = profile(session, text_input, outputs,
-                                     batches[:max(2, calls // 3)])
-            report(f"batch {size}", times, fusions, wall, args.top)
+    export_dir = Path(args.export)
+    session, text_input, outputs = load_session(export_dir)
+    print(f"{export_dir}: {args.preset}, {args.precision}; TF "
+          f"{tf.__version__}, {THREADS} threads, {os.cpu_count()} cores; "
+          f"oneDNN {os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'default')}, "
+          f"{FROZEN_WEIGHTS}={os.environ.get(FROZEN_WEIGHTS, 'unset')}")
+    for size, calls in ((1, args.calls), (32, max(3, args.calls // 6))):
+        batches = [np.array(texts[i * size:(i + 1) * size], dtype=object)
+                   for i in range(calls)]
+        wall = wall_p50(session, text_input, outputs, batches)
+        times, fusions = profile(session, text_input, outputs,
+                                 batches[:max(2, calls // 3)])
+        report(f"batch {size}", times, fusions, wall, args.top)
 
 
 if __name__ == "__main__":
