@@ -160,7 +160,8 @@ def main():
     parser.add_argument("--export", help="profile this export instead of "
                                          "building one")
     parser.add_argument("--weights-may-change", action="store_true",
-                        help=f"profile a bf16 export without {FROZEN_WEIGHTS}=1")
+                        help=f"profile a bf16 export without "
+                             f"{FROZEN_WEIGHTS}=1")
     args = parser.parse_args()
 
     from bert_tf.data.sample_texts import read_rt_snippets
