@@ -31,7 +31,6 @@ exports again ("frozen weights" rows).
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,11 +38,13 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 THREADS = 2
-FROZEN_WEIGHTS = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"  # bert_tf.serving.runtime
 FROZEN_SUFFIX = ", frozen weights"
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+from bert_tf.serving.runtime import FROZEN_WEIGHTS  # noqa: E402
+from timing import run_serving_process  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
@@ -356,13 +357,11 @@ def main():
             tmp = Path(tmp)
             _, labels = _hf_models(tmp / "hf")
             write_exports(tmp, vocab_path, labels, bf16, args.skip_tasks)
-            env = {k: v for k, v in os.environ.items() if k != FROZEN_WEIGHTS}
-            command = [sys.executable, __file__, *sys.argv[1:], "--exports",
-                       str(tmp)]
-            subprocess.run(command, env=env, check=True)
+            argv = [*sys.argv[1:], "--exports", str(tmp)]
+            run_serving_process(argv, frozen_weights=False)
             if bf16:
-                subprocess.run(command + ["--frozen-bf16"], check=True,
-                               env={**env, FROZEN_WEIGHTS: "1"})
+                run_serving_process(argv + ["--frozen-bf16"],
+                                    frozen_weights=True)
         return
 
     torch.set_num_threads(THREADS)

@@ -23,7 +23,6 @@ import argparse
 import collections
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,10 +30,12 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 THREADS = 2
-FROZEN_WEIGHTS = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"  # bert_tf.serving.runtime
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+from bert_tf.serving.runtime import FROZEN_WEIGHTS  # noqa: E402
+from timing import run_serving_process  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
@@ -174,12 +175,10 @@ def main():
             export_dir = args.export or build_export(
                 Path(tmp) / "export" / "bench" / "1", args.preset,
                 args.precision)
-            env = {k: v for k, v in os.environ.items() if k != FROZEN_WEIGHTS}
-            env.update({FROZEN_WEIGHTS: want} if want else {})
             argv = [a for a in sys.argv[1:] if a != "--export"
                     and a != args.export]
-            subprocess.run([sys.executable, __file__, *argv, "--export",
-                            str(export_dir)], env=env, check=True)
+            run_serving_process(argv + ["--export", str(export_dir)],
+                                frozen_weights=bool(want))
         return
     texts, _ = read_rt_snippets()
     export_dir = Path(args.export)
