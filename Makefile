@@ -38,7 +38,7 @@ test-fast: $(STAMP)
 $(BENCH_VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install -q -e . keras-hub torch==2.13.0 \
-		"transformers<5" onnx onnxruntime openvino
+		"transformers<5" onnx onnxruntime openvino nncf
 	$(BENCH_VENV)/bin/pip install -q tf-models-official==2.20.0 tensorflow==2.20.0 \
 		tensorflow-text==2.20.1 keras==3.15.1
 	touch $@

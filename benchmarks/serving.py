@@ -1,8 +1,11 @@
 """Serving speed side by side, in one run on one machine: our SavedModels
-(raw strings in, tokenization in the graph; fp32 and bf16) against ONNX
-Runtime (plain and with its transformer fusions), OpenVINO (fp32 and its
-default precision) and HF transformers in PyTorch, on real inputs and the
-same BERT-Base weights.
+(raw strings in, tokenization in the graph; fp32, bf16 and int8) against
+ONNX Runtime (plain, with its transformer fusions, and int8 by
+`quantize_dynamic` of the fused graph), OpenVINO (fp32, its default
+precision, and int8 by NNCF's post-training quantization on RT sentences)
+and HF transformers in PyTorch, on real inputs and the same weights: a
+random BERT-Base, and the real MiniLM-L6 (all-MiniLM-L6-v2 with a random
+classifier head), where fixed per-request costs show most.
 
 - Classification: real RT sentences; batch-1 p50/p99 (ms, tokenization
   included) and batch-32 sentences per second.
@@ -80,6 +83,7 @@ def _hf_models(directory):
                               BertForSequenceClassification,
                               BertForTokenClassification)
 
+    from bert_tf.data import samples
     from bert_tf.data.sample_texts import TYPES
 
     torch.manual_seed(0)
@@ -94,6 +98,9 @@ def _hf_models(directory):
     for kind, model in models.items():
         model.bert.load_state_dict(encoder, strict=False)
         model.eval().save_pretrained(directory / kind)
+    BertForSequenceClassification.from_pretrained(
+        samples.fetch("minilm"), num_labels=2).eval().save_pretrained(
+            directory / "minilm")
     return models, labels
 
 
@@ -107,20 +114,34 @@ def _load_hf_models(directory):
               for kind, cls in (("classification",
                                  BertForSequenceClassification),
                                 ("span_qa", BertForQuestionAnswering),
-                                ("tagging", BertForTokenClassification))}
+                                ("tagging", BertForTokenClassification),
+                                ("minilm", BertForSequenceClassification))}
     return models
 
 
-# Our exports: directory name -> (kind, precision, fixed length).
+# Our exports: directory name -> (HF model, kind, precision, fixed length).
 EXPORTS = {
-    "ours fp32, padding cut": ("classification", "fp32", False),
-    "ours bf16, padding cut": ("classification", "bf16", False),
-    "ours fp32, fixed seq 128": ("classification", "fp32", True),
-    "span_qa: ours fp32": ("span_qa", "fp32", False),
-    "span_qa: ours bf16": ("span_qa", "bf16", False),
-    "tagging: ours fp32": ("tagging", "fp32", False),
-    "tagging: ours bf16": ("tagging", "bf16", False),
+    "ours fp32, padding cut": ("classification", "classification", "fp32",
+                               False),
+    "ours bf16, padding cut": ("classification", "classification", "bf16",
+                               False),
+    "ours int8, padding cut": ("classification", "classification", "int8",
+                               False),
+    "ours fp32, fixed seq 128": ("classification", "classification", "fp32",
+                                 True),
+    "span_qa: ours fp32": ("span_qa", "span_qa", "fp32", False),
+    "span_qa: ours bf16": ("span_qa", "span_qa", "bf16", False),
+    "span_qa: ours int8": ("span_qa", "span_qa", "int8", False),
+    "tagging: ours fp32": ("tagging", "tagging", "fp32", False),
+    "tagging: ours bf16": ("tagging", "tagging", "bf16", False),
+    "tagging: ours int8": ("tagging", "tagging", "int8", False),
+    "minilm: ours fp32": ("minilm", "classification", "fp32", False),
+    "minilm: ours bf16": ("minilm", "classification", "bf16", False),
+    "minilm: ours int8": ("minilm", "classification", "int8", False),
 }
+# The classification blocks: title -> (HF model, our exports' prefix).
+BLOCKS = {"BERT-Base": ("classification", "ours"),
+          "MiniLM-L6": ("minilm", "minilm: ours")}
 
 
 def _export_dir(root, name):
@@ -131,15 +152,15 @@ def _export_dir(root, name):
 def write_exports(root, vocab_path, labels, bf16, skip_tasks):
     """Writes each of EXPORTS this run times under `root` (in this
     process, whose weights change while the exports are built)."""
-    for name, (kind, precision, fixed) in EXPORTS.items():
+    for name, (hf_name, kind, precision, fixed) in EXPORTS.items():
         if (precision == "bf16" and not bf16) or (
                 skip_tasks and kind != "classification"):
             continue
-        _our_export(root / "hf", vocab_path, _export_dir(root, name), kind,
-                    precision, fixed, labels=labels)
+        _our_export(root / "hf", hf_name, vocab_path, _export_dir(root, name),
+                    kind, precision, fixed, labels=labels)
 
 
-def _our_export(hf_root, vocab_path, out, kind, precision="fp32",
+def _our_export(hf_root, hf_name, vocab_path, out, kind, precision="fp32",
                 fixed_length=False, labels=()):
     """Our export of kind `kind` with the HF models' weights (the shared
     encoder through the HF importer, the kind's head copied), written as a
@@ -155,10 +176,10 @@ def _our_export(hf_root, vocab_path, out, kind, precision="fp32",
 
     run = out.parent.parent / f"run_{out.parent.name}"
     best = run / "best"
-    pretrained = checkpoints.convert("hf", hf_root / "classification",
+    pretrained = checkpoints.convert("hf", hf_root / hf_name,
                                      run / "encoder", vocab_path=vocab_path,
                                      log=lambda *a: None)
-    state = load_file(str(hf_root / kind / "model.safetensors"))
+    state = load_file(str(hf_root / hf_name / "model.safetensors"))
     spec = {"kind": kind, "name": "benchmark", "seq_length": 128,
             "lower_case": True, "dropout": 0.1,
             "encoder": vars(pretrained.encoder.config)}
@@ -188,13 +209,17 @@ def _our_export(hf_root, vocab_path, out, kind, precision="fp32",
     return out
 
 
-def _onnx_sessions(hf, tokenizer, directory):
-    """{name: function(batch of texts) -> logits} of ONNX Runtime (plain and
-    transformer-fused) and OpenVINO (fp32 and its default precision) on the
-    HF classifier exported to ONNX."""
+def _onnx_sessions(hf, tokenizer, directory, texts):
+    """{name: function(batch of texts) -> logits} of ONNX Runtime (plain,
+    transformer-fused, and int8 by `quantize_dynamic` of the fused graph)
+    and OpenVINO (fp32, its default precision, and int8 by NNCF's
+    post-training quantization on 300 of `texts`) on the HF classifier
+    exported to ONNX."""
+    import nncf
     import onnxruntime
     import openvino
     import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer
 
     names = ["input_ids", "attention_mask", "token_type_ids"]
@@ -206,8 +231,11 @@ def _onnx_sessions(hf, tokenizer, directory):
         dynamic_axes={n: {0: "batch", 1: "length"} for n in names},
         opset_version=17)
     fused = directory / "bert_fused.onnx"
-    optimizer.optimize_model(str(plain), model_type="bert", num_heads=12,
-                             hidden_size=768).save_model_to_file(str(fused))
+    optimizer.optimize_model(
+        str(plain), model_type="bert", num_heads=hf.config.num_attention_heads,
+        hidden_size=hf.config.hidden_size).save_model_to_file(str(fused))
+    int8 = directory / "bert_fused_int8.onnx"
+    quantize_dynamic(str(fused), str(int8), weight_type=QuantType.QInt8)
 
     def tokenized(batch):
         inputs = tokenizer(batch, padding=True, truncation=True,
@@ -236,23 +264,31 @@ def _onnx_sessions(hf, tokenizer, directory):
 
     ov_f32, _ = ov("f32")
     ov_default, default_precision = ov(None)
+    model = nncf.quantize(
+        model, nncf.Dataset(texts[-300:], lambda text: tokenized([text])),
+        model_type=nncf.ModelType.TRANSFORMER, subset_size=300)
+    ov_int8, _ = ov(None)
     return {"ONNX Runtime": ort(plain),
             "ONNX Runtime, fused graph": ort(fused),
+            "ONNX Runtime int8 (fused, dynamic)": ort(int8),
             "OpenVINO fp32": ov_f32,
-            f"OpenVINO default ({default_precision})": ov_default}, (
-        onnxruntime.__version__, openvino.__version__)
+            f"OpenVINO default ({default_precision})": ov_default,
+            "OpenVINO int8 (NNCF)": ov_int8}, (
+        onnxruntime.__version__, openvino.__version__, nncf.__version__)
 
 
-def classification(args, tmp, hf, tokenizer, texts, bf16):
-    """Rows of the classification table."""
+def classification(args, tmp, hf, tokenizer, texts, bf16, prefix="ours"):
+    """Rows of a classification table: our exports named `prefix ...`
+    beside the peers on the HF model `hf`."""
     import torch
 
     from bert_tf.serving.export import load_exported
 
     served = {}
-    for name, (kind, precision, _) in EXPORTS.items():
+    for name, (_, kind, precision, _) in EXPORTS.items():
         if kind != "classification" or (precision == "bf16" and not bf16) or (
-                args.frozen_bf16 and precision != "bf16"):
+                args.frozen_bf16 and precision != "bf16") or \
+                not name.startswith(prefix + " "):
             continue
         signature = load_exported(_export_dir(tmp, name)).signatures[
             "serving_default"]
@@ -267,7 +303,7 @@ def classification(args, tmp, hf, tokenizer, texts, bf16):
             return hf(**inputs).logits.numpy()
 
     peers, versions = ({}, None) if args.frozen_bf16 else _onnx_sessions(
-        hf, tokenizer, tmp)
+        hf, tokenizer, tmp / f"onnx_{prefix.split(':')[0]}", texts)
     functions = {**served, **({} if args.frozen_bf16 else {
         "HF transformers eager (PyTorch)": hf_eager}), **peers}
     check = texts[:8]
@@ -296,7 +332,7 @@ def qa_and_ner(args, tmp, models, tokenizer, bf16):
     tweets = [" ".join(tokens) for tokens, _ in sample_texts.read_wnut()]
     rows = {}
     for kind, inputs in (("span_qa", questions), ("tagging", tweets)):
-        precisions = ("fp32", "bf16") if bf16 else ("fp32",)
+        precisions = ("fp32", "bf16", "int8") if bf16 else ("fp32", "int8")
         for precision in ("bf16",) if args.frozen_bf16 else precisions:
             serve = load_exported(_export_dir(
                 tmp, f"{kind}: ours {precision}")).signatures[
@@ -370,16 +406,19 @@ def main():
     texts = list(texts[:args.batches * 32])
     tmp = args.exports
     models = _load_hf_models(tmp / "hf")
-    rows, versions = classification(args, tmp, models["classification"],
-                                    tokenizer, texts, bf16)
-    if versions:
-        _print_header(texts, tokenizer, versions)
-    else:
-        print(f"\n{FROZEN_WEIGHTS}=1 (bf16 exports, as they are served)")
-    print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
-          f"{'b32 sent/s':>11}")
-    for name, (p50, p99, rate) in rows.items():
-        print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f}", flush=True)
+    for title, (hf_name, prefix) in BLOCKS.items():
+        rows, versions = classification(args, tmp, models[hf_name],
+                                        tokenizer, texts, bf16, prefix)
+        if versions:
+            _print_header(title, texts, tokenizer, versions)
+        else:
+            print(f"\n{title}, {FROZEN_WEIGHTS}=1 (bf16 exports, as they "
+                  "are served)")
+        print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
+              f"{'b32 sent/s':>11}")
+        for name, (p50, p99, rate) in rows.items():
+            print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f}",
+                  flush=True)
     if args.skip_tasks:
         return
     task_rows = qa_and_ner(args, tmp, models, tokenizer, bf16)
@@ -389,22 +428,24 @@ def main():
         print(f"{name:<38} {p50:10.2f} {p99:10.2f}")
 
 
-def _print_header(texts, tokenizer, versions):
+def _print_header(title, texts, tokenizer, versions):
     import torch
     import transformers
 
-    from bert_tf.training.precision import cpu_bf16_flags
+    from bert_tf.training.precision import cpu_bf16_flags, cpu_int8_flags
 
     lengths = [len(tokenizer(t)["input_ids"]) for t in texts]
-    print(f"\nBERT-Base (random init, same weights everywhere), "
+    print(f"\n{title} (same weights everywhere), "
           f"{len(texts)} real RT sentences (mean {np.mean(lengths):.1f} "
           f"pieces with [CLS]/[SEP]), {THREADS} threads each; "
           f"{platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, bf16 flags: "
-          f"{', '.join(cpu_bf16_flags()) or 'none'}; TF {tf.__version__}, "
+          f"{', '.join(cpu_bf16_flags()) or 'none'}, int8 flags: "
+          f"{', '.join(cpu_int8_flags()) or 'none'}; TF {tf.__version__}, "
           f"torch {torch.__version__}, transformers "
           f"{transformers.__version__}, onnxruntime {versions[0]}, "
-          f"openvino {versions[1]}; {time.strftime('%Y-%m-%d')}")
+          f"openvino {versions[1]}, nncf {versions[2]}; "
+          f"{time.strftime('%Y-%m-%d')}")
 
 
 if __name__ == "__main__":

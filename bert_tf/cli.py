@@ -375,13 +375,13 @@ def build_parser():
                         "embeddings (--kind embeddings) as one .tflite file "
                         "with the tokenizer inside (tf-text's TFLite "
                         "kernels, no Flex)")
-    p.add_argument("--precision", choices=("fp32", "bf16", "auto"),
+    p.add_argument("--precision", choices=("fp32", "bf16", "int8", "auto"),
                    default="fp32",
-                   help="savedmodel: fp32, bf16 (weights stored as bf16, "
-                        "softmax, layer norm and outputs in fp32: fast on "
-                        "CPUs with AVX512_BF16 or AMX, emulated and slow "
-                        "elsewhere) or auto (bf16 where this CPU has it; "
-                        "prints its choice)")
+                   help="savedmodel/hub: fp32; bf16 (bf16 weights; norms, "
+                        "softmax, outputs fp32; fast with AVX512_BF16/AMX, "
+                        "emulated elsewhere); int8 (int8 encoder matmuls on "
+                        "VNNI/AMX-INT8; results change slightly); auto (bf16"
+                        " where this CPU has it, never int8)")
     p.add_argument("--quantize", choices=("none", "dynamic_int8"),
                    default="none",
                    help="tflite: fp32 weights, or dynamic-range int8")

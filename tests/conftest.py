@@ -169,10 +169,13 @@ def assert_trimmed_matches_fixed_length(run_dir, bucketed, tmp_path, requests):
 
 
 def assert_bf16_export_agrees(run_dir, fp32_export, tmp_path, requests,
-                              atol=1e-2, export=None):
-    """Exports `run_dir` with `precision="bf16"` (or calls `export(out)`)
-    and checks that the export records it, stores its weights as bf16 (the
-    layer norms' as float32), returns float32 numbers within `atol` of the
+                              atol=1e-2, export=None, precision="bf16"):
+    """Exports `run_dir` with `precision` (`bf16`, or `int8` through
+    `assert_int8_export_agrees`; or calls `export(out)`) and checks that
+    the export records it, stores its weights as it should (bf16: as bf16,
+    the layer norms' and embedding tables' as float32; int8: float32
+    variables only, the encoder's matmuls on int8 constants run by TF's
+    quantized matmul op), returns float32 numbers within `atol` of the
     fp32 export `fp32_export` and the same strings and counts, for every
     request of `requests`. Returns {output: share of equal rows} of the
     string and int outputs."""
@@ -182,24 +185,35 @@ def assert_bf16_export_agrees(run_dir, fp32_export, tmp_path, requests,
 
     from bert_tf.serving import export as export_lib
 
-    out = tmp_path / "bf16" / "1"
+    out = tmp_path / precision / "1"
     if export is None:
         export_lib.export_model(run_dir, out, log=lambda *a: None,
-                                precision="bf16")
+                                precision=precision)
     else:
         export(out)
     info = json.loads((out / "assets.extra" / "bert_tf.json").read_text())
-    assert info["precision"] == "bf16"
+    assert info["precision"] == precision
     loaded = export_lib.load_exported(out)
     dtypes = {v.dtype for v in loaded.model_variables if v.dtype.is_floating}
-    assert dtypes == {tf.bfloat16, tf.float32}, dtypes
-    serve = {"bf16": loaded.signatures["serving_default"],
+    if precision == "bf16":
+        assert dtypes == {tf.bfloat16, tf.float32}, dtypes
+        float32 = {v.name for v in loaded.model_variables
+                   if v.dtype == tf.float32}
+        for part in ("attention_norm", "output_norm", "word_embeddings"):
+            assert any(part in name for name in float32), (part, float32)
+    else:
+        assert dtypes == {tf.float32}, dtypes
+        assert not any("intermediate" in v.name
+                       for v in loaded.model_variables)
+        ops = export_lib.graph_op_types(out)
+        assert ops.get("QuantizedMatMulWithBiasAndDequantize", 0) >= 4, ops
+    serve = {precision: loaded.signatures["serving_default"],
              "fp32": export_lib.load_exported(fp32_export).signatures[
                  "serving_default"]}
     same = {}  # key -> [equal rows, rows] of string and int outputs
     for request in requests:
         inputs = {k: tf.constant(v) for k, v in request.items()}
-        got, want = (serve[name](**inputs) for name in ("bf16", "fp32"))
+        got, want = (serve[name](**inputs) for name in (precision, "fp32"))
         assert set(got) == set(want)
         for key, value in want.items():
             assert got[key].dtype == value.dtype, key
@@ -213,6 +227,11 @@ def assert_bf16_export_agrees(run_dir, fp32_export, tmp_path, requests,
                 count[0] += int(rows.sum())
                 count[1] += len(rows)
     return {key: equal / rows for key, (equal, rows) in same.items()}
+
+
+def assert_int8_export_agrees(*args, **kwargs):
+    """`assert_bf16_export_agrees` of an int8 export."""
+    return assert_bf16_export_agrees(*args, precision="int8", **kwargs)
 
 
 def save_tiny_checkpoint(directory, tokens, num_layers, masked_lm=False):

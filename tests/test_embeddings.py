@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import assert_bf16_export_agrees, save_tiny_checkpoint
+from conftest import (assert_bf16_export_agrees, assert_int8_export_agrees,
+                      save_tiny_checkpoint)
 from test_export import HOSTILE, run_serving_check
 
 from bert_tf import checkpoints, cli
@@ -255,6 +256,13 @@ def test_bf16_export_agrees_with_fp32(tiny, embeddings_export, tmp_path):
         export=lambda out: export_lib.export_encoder(
             directory, out, log=lambda *a: None, seq_length=64,
             word_seq_length=16, doc_stride=4, precision="bf16"))
+    assert_int8_export_agrees(  # embeddings within 3e-2
+        None, embeddings_export[0], tmp_path,
+        [{"text": ["the film was good", "", "a film " * 40]},
+         {"text": HOSTILE}],
+        atol=3e-2, export=lambda out: export_lib.export_encoder(
+            directory, out, log=lambda *a: None, seq_length=64,
+            word_seq_length=16, doc_stride=4, precision="int8"))
 
 
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import (assert_bf16_export_agrees,
+from conftest import (assert_bf16_export_agrees, assert_int8_export_agrees,
                       assert_trimmed_matches_fixed_length, save_pair_classifier)
 
 from bert_tf import cli
 from bert_tf.serving import export as export_lib
 from bert_tf.serving import runtime
 from bert_tf.tasks.classification.task import WARMUP_TEXTS, load_classifier
-from bert_tf.training.precision import cpu_bf16_flags
+from bert_tf.training.precision import cpu_bf16_flags, cpu_int8_flags
 from bert_tf.text.preprocessor import BertPreprocessor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,6 +319,61 @@ def test_bf16_export_agrees_with_fp32(exported, tmp_path):
               if not line.startswith("onednn_verbose")]
     want = export_lib.predict_texts(export_lib.load_exported(out), TEXTS)
     assert labels == [v.decode() for v in want["label"]]
+
+
+def onednn_int8_matmuls(stdout):
+    """The oneDNN verbose lines of int8 matmuls (u8 activations, s8
+    weights) in a process's stdout."""
+    return [line for line in stdout.splitlines()
+            if line.startswith("onednn_verbose") and ",inner_product," in line
+            and "src:u8" in line and "wei:s8" in line]
+
+
+@pytest.mark.slow
+def test_int8_export_agrees_with_fp32(exported, tmp_path):
+    out, _, _, run_dir = exported
+    requests = [{"text": TEXTS}, {"text": HOSTILE}]
+    shares = assert_int8_export_agrees(run_dir, out, tmp_path, requests,
+                                       atol=2e-2)
+    assert shares == {"label": 1.0}
+    int8 = tmp_path / "int8" / "1"
+    empty = export_lib.load_exported(int8).signatures["serving_default"](
+        text=tf.constant([], tf.string))
+    assert empty["probabilities"].shape == (0, 2)
+    # No Python in the serving path: the C API program serves it too.
+    rows = [line.split("\t") for line in run_serving_check(
+        int8, TEXTS, tmp_path)]
+    want = export_lib.predict_texts(export_lib.load_exported(out), TEXTS)
+    assert [r[0] for r in rows] == [v.decode() for v in want["label"]]
+    # A fresh process with no quantization package runs oneDNN's int8
+    # kernels: VNNI or AMX-INT8 where the CPU has them.
+    result = subprocess.run(
+        [sys.executable, "-m", "bert_tf.cli", "predict", "--model",
+         str(int8), *TEXTS], capture_output=True, text=True, check=True,
+        timeout=300, env={**os.environ, "ONEDNN_VERBOSE": "1"})
+    kernels = onednn_int8_matmuls(result.stdout)
+    assert kernels
+    if cpu_int8_flags():
+        assert all("vnni" in line or "amx" in line for line in kernels), \
+            kernels[:3]
+    labels = [line.split("\t")[0] for line in result.stdout.splitlines()
+              if not line.startswith("onednn_verbose")]
+    assert labels == [v.decode() for v in want["label"]]
+
+
+def test_auto_never_picks_int8_and_emulated_int8_warns(tmp_path):
+    from bert_tf.serving import precision as precision_lib
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("flags\t: avx2 avx512_vnni amx_int8 amx_bf16\n")
+    assert precision_lib.resolve("auto", log=lambda *a: None,
+                                 cpuinfo=str(cpuinfo)) == "bf16"
+    avx2 = tmp_path / "avx2"
+    avx2.write_text("flags\t: avx2 fma\n")
+    assert precision_lib.resolve("auto", log=lambda *a: None,
+                                 cpuinfo=str(avx2)) == "fp32"
+    with pytest.warns(RuntimeWarning, match="emulates them"):
+        assert precision_lib.resolve("int8", cpuinfo=str(avx2)) == "int8"
 
 
 @pytest.mark.slow

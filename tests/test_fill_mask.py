@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import assert_bf16_export_agrees, save_tiny_checkpoint
+from conftest import (assert_bf16_export_agrees, assert_int8_export_agrees,
+                      save_tiny_checkpoint)
 from test_export import HOSTILE, run_serving_check
 
 from bert_tf import checkpoints, cli
@@ -142,5 +143,14 @@ def test_bf16_export_agrees_with_fp32(fill_export, tmp_path):
             max_masks=2, precision="bf16"))
     assert shares["count"] == shares["masks"] == 1.0
     # Random tiny weights: near-tied tokens may swap places in the top 3.
+    assert shares["token_ids"] >= 1 / 3
+    shares = assert_int8_export_agrees(
+        None, out, tmp_path,
+        [{"text": ["the [MASK] was good", "no mask", "[MASK] [MASK] film"]},
+         {"text": HOSTILE}],
+        atol=0.1, export=lambda int8: export_lib.export_fill_mask(
+            directory, int8, log=lambda *a: None, seq_length=32, top_k=3,
+            max_masks=2, precision="int8"))
+    assert shares["count"] == shares["masks"] == 1.0
     assert shares["token_ids"] >= 1 / 3
 

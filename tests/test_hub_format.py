@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.models.encoder import BertEncoder
+from bert_tf.serving import export as export_lib
 from bert_tf.serving.hub import export_hub, word_pieces
 from bert_tf.text.preprocessor import BertPreprocessor
 from bert_tf.text.tokenizer import BertTokenizer
@@ -108,6 +109,15 @@ def test_bf16_encoder_agrees_with_fp32(exported, tmp_path):
         np.testing.assert_allclose(half[name], fp32[name], atol=5e-2)
     loaded = tf.saved_model.load(str(bf16["encoder"]))
     assert tf.bfloat16 in {v.dtype for v in loaded.variables}
+    int8 = export_hub(report["encoder"].parent.parent / "ckpt",
+                      tmp_path / "hub_int8", seq_length=24, precision="int8",
+                      **QUIET)
+    quantized = tf.saved_model.load(str(int8["encoder"]))(inputs)
+    for name in ("pooled_output", "sequence_output"):
+        assert quantized[name].dtype == tf.float32
+        np.testing.assert_allclose(quantized[name], fp32[name], atol=5e-2)
+    assert export_lib.graph_op_types(int8["encoder"]).get(
+        "QuantizedMatMulWithBiasAndDequantize", 0) >= 4
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import assert_bf16_export_agrees, finetune_toy
+from conftest import (assert_bf16_export_agrees, assert_int8_export_agrees,
+                      finetune_toy)
 from test_export import HOSTILE, run_serving_check
 from toy_choices import (ENCODER, VOCAB, toy_choices, toy_choices_config,
                          write_swag_csv, write_toy_choices)
@@ -233,6 +234,16 @@ def test_bf16_export_agrees_with_fp32(mc_run, mc_export, tmp_path):
                            ["", "x"]]}
     shares = assert_bf16_export_agrees(mc_run[0] / "run", mc_export[0],
                                        tmp_path, [request])
+    assert shares == {"choice": 1.0, "text": 1.0}
+
+
+@pytest.mark.slow
+def test_int8_export_agrees_with_fp32(mc_run, mc_export, tmp_path):
+    request = {"context": ["ann has a dog .", "", HOSTILE[3]],
+               "choices": [["the cat is happy .", "the dog is happy ."],
+                           ["", "x"], [HOSTILE[2], HOSTILE[5]]]}
+    shares = assert_int8_export_agrees(mc_run[0] / "run", mc_export[0],
+                                       tmp_path, [request], atol=2e-2)
     assert shares == {"choice": 1.0, "text": 1.0}
 
 

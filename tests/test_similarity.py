@@ -11,7 +11,8 @@ from bert_tf.serving import export as export_lib
 from bert_tf.tasks.similarity.data import load_local_pairs
 from bert_tf.tasks.similarity.model import BertBiEncoder
 from bert_tf.text.vocab import Vocab
-from conftest import assert_bf16_export_agrees, finetune_toy
+from conftest import (assert_bf16_export_agrees, assert_int8_export_agrees,
+                      finetune_toy)
 from test_export import HOSTILE, run_serving_check
 from toy_task import ENCODER, VOCAB, finetune_config
 
@@ -155,4 +156,7 @@ def test_bf16_export_agrees_with_fp32(pairs_run, tmp_path):
     request = {"text": ["the film was good", ""],
                "text_b": ["the film was great and new", "the film"]}
     assert_bf16_export_agrees(directory / "run", fp32, tmp_path, [request])
+    hostile = {"text": HOSTILE, "text_b": HOSTILE[::-1]}
+    assert_int8_export_agrees(directory / "run", fp32, tmp_path,
+                              [request, hostile], atol=3e-2)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import yaml
-from conftest import (assert_bf16_export_agrees,
+from conftest import (assert_bf16_export_agrees, assert_int8_export_agrees,
                       assert_trimmed_matches_fixed_length, finetune_toy)
 from squad_reference import reference_answers
 from test_export import _compile_serving_check
@@ -488,6 +488,21 @@ def test_bf16_export_agrees_with_fp32(qa_run, qa_export, tmp_path):
     assert {k: shares[k] for k in ("answer", "start", "end", "has_answer")
             } == dict.fromkeys(("answer", "start", "end", "has_answer"), 1.0)
     assert shares["top_answers"] >= 2 / 3
+
+
+@pytest.mark.slow
+def test_int8_export_agrees_with_fp32(qa_run, qa_export, tmp_path):
+    from test_export import HOSTILE
+
+    questions = ["Who made the film?", "Where was the film made?", "Who?"]
+    contexts = ["The film was made by Cleo in Rome .",
+                "a day . " * 30 + "The film was made by Eve in Lima .", ""]
+    requests = [{"question": questions, "context": contexts},
+                {"question": ["Who?"] * len(HOSTILE), "context": HOSTILE}]
+    shares = assert_int8_export_agrees(qa_run[0] / "run", qa_export[0],
+                                       tmp_path, requests, atol=0.5)
+    assert {k: shares[k] for k in ("answer", "start", "end", "has_answer")
+            } == dict.fromkeys(("answer", "start", "end", "has_answer"), 1.0)
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import (assert_bf16_export_agrees,
+from conftest import (assert_bf16_export_agrees, assert_int8_export_agrees,
                       assert_trimmed_matches_fixed_length, finetune_toy)
 from seqeval.metrics import classification_report, f1_score
 from test_export import _compile_serving_check
@@ -224,6 +224,18 @@ def test_bf16_export_agrees_with_fp32(tag_run, tag_export, tmp_path):
     texts = ["Ann met Cleo in Paris .", "", "Dan went to Rome " * 20]
     shares = assert_bf16_export_agrees(tag_run[0] / "run", tag_export[0],
                                        tmp_path, [{"text": texts}])
+    assert set(shares) == {"type", "text", "start", "end", "count"}
+    assert set(shares.values()) == {1.0}
+
+
+@pytest.mark.slow
+def test_int8_export_agrees_with_fp32(tag_run, tag_export, tmp_path):
+    from test_export import HOSTILE
+
+    texts = ["Ann met Cleo in Paris .", "", "Dan went to Rome " * 20]
+    shares = assert_int8_export_agrees(
+        tag_run[0] / "run", tag_export[0], tmp_path,
+        [{"text": texts}, {"text": HOSTILE}], atol=5e-2)
     assert set(shares) == {"type", "text", "start", "end", "count"}
     assert set(shares.values()) == {1.0}
 

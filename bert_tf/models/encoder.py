@@ -142,6 +142,29 @@ class BertEncoder(keras.Model):
         for i, block in enumerate(self.transformer_layers):
             block.trainable = i >= num_layers
 
+    def to_int8(self):
+        """Runs the transformer blocks' matmuls on int8 weights with
+        oneDNN's int8 kernels (VNNI, AMX-INT8), for export with
+        `--precision int8`: embeddings, layer norms, softmax, the pooler
+        and every output stay float32. The encoder can no longer train;
+        build it in float32 and load its weights first.
+
+        Examples:
+            >>> import numpy as np
+            >>> encoder = BertEncoder.from_preset("bert_tiny")
+            >>> inputs = {"input_word_ids": np.array([[2, 7, 9, 3]], "int32"),
+            ...           "input_mask": np.ones((1, 4), "int32"),
+            ...           "input_type_ids": np.zeros((1, 4), "int32")}
+            >>> before = encoder(inputs)["pooled_output"].numpy()
+            >>> count = len(encoder.weights)
+            >>> encoder.to_int8()
+            >>> after = encoder(inputs)["pooled_output"].numpy()
+            >>> bool(np.abs(after - before).max() < 0.05), len(encoder.weights) < count
+            (True, True)
+        """
+        for block in self.transformer_layers:
+            block.to_int8()
+
     def call(self, inputs, training=None, mask=None, **kwargs):
         return super().call(select_inputs(inputs, INPUT_NAMES),
                             training=training, mask=mask, **kwargs)

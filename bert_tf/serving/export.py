@@ -209,6 +209,7 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
         dtype=precision_lib.POLICIES[precision], **options)
+    precision_lib.quantize(model, precision)
     if dataclasses.is_dataclass(spec):  # a task's typed spec
         spec = config_lib.to_dict(spec)
     spec = {**spec, "precision": precision}

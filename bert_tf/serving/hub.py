@@ -208,6 +208,7 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     precision = precision_lib.resolve(precision, log)
     pretrained = checkpoints.load_encoder(
         checkpoint, dtype=precision_lib.POLICIES[precision])
+    precision_lib.quantize(pretrained.encoder, precision)
     check_lengths(pretrained.config, seq_length=seq_length)
     staging = out.with_name(out.name + ".partial")
     staging.rmtree(ignore_errors=True)

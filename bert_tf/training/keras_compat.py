@@ -52,3 +52,20 @@ def is_trackable(value):
     """Whether `tf.train.Checkpoint` can hold `value` (a distributed input
     iterator of some strategies cannot)."""
     return isinstance(value, tf.__internal__.tracking.Trackable)
+
+
+def replace_sublayer(parent, attribute, layer):
+    """Sets `parent.<attribute>` to `layer` in a built layer, and drops
+    the layer it held from `parent`'s tracked layers (and so its variables
+    from `parent.variables`): Keras has no public way to swap a sub-layer
+    once its owner is built and its state locked."""
+    old = getattr(parent, attribute)
+    locked = parent._tracker.locked
+    parent._tracker.unlock()
+    try:
+        if old in parent._layers:
+            parent._layers.remove(old)
+        setattr(parent, attribute, layer)
+    finally:
+        if locked:
+            parent._tracker.lock()

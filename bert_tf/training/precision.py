@@ -6,11 +6,22 @@ AMX (and on accelerators); elsewhere oneDNN emulates it, slower than fp32.
 import warnings
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+# oneDNN's int8 kernels need one of these; elsewhere int8 is emulated.
+INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 # Below this width the casts cost more than bf16 matmuls save on a CPU:
 # the demo's RT fine-tuning on 2 AVX512_BF16 cores took 1.1 vs 0.8 minutes
 # (H=128, 2 layers) in mixed_bfloat16, but 1.7 vs 1.8 (H=384, MiniLM; 283
 # vs 360 ms per step).
 MIN_BF16_HIDDEN = 256
+
+
+def _cpu_flags(cpuinfo):
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            return next((line.split(":", 1)[1].split() for line in f
+                         if line.startswith("flags")), [])
+    except OSError:
+        return []
 
 
 def cpu_bf16_flags(cpuinfo="/proc/cpuinfo"):
@@ -21,13 +32,20 @@ def cpu_bf16_flags(cpuinfo="/proc/cpuinfo"):
         >>> cpu_bf16_flags("/nonexistent")
         []
     """
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f
-                          if line.startswith("flags")), [])
-    except OSError:
-        return []
+    flags = _cpu_flags(cpuinfo)
     return [flag for flag in BF16_FLAGS if flag in flags]
+
+
+def cpu_int8_flags(cpuinfo="/proc/cpuinfo"):
+    """The CPU flags of native int8 dot products (VNNI, AMX-INT8) this
+    machine has; none where /proc/cpuinfo cannot be read.
+
+    Examples:
+        >>> cpu_int8_flags("/nonexistent")
+        []
+    """
+    flags = _cpu_flags(cpuinfo)
+    return [flag for flag in INT8_FLAGS if flag in flags]
 
 
 def describe_choice(chosen, flags):
@@ -97,7 +115,13 @@ def resolve_precision(cfg, log=print, hidden_size=None):
 
 
 def warn_if_emulated(precision, where, cpuinfo="/proc/cpuinfo"):
-    """Warns when bf16 work is set up on a CPU without native bf16."""
+    """Warns when bf16 or int8 work is set up on a CPU that emulates it."""
+    if precision == "int8" and not cpu_int8_flags(cpuinfo):
+        warnings.warn(
+            f"{where}: int8 matmuls need AVX512_VNNI, AVX_VNNI or AMX-INT8, "
+            "which this CPU lacks: oneDNN emulates them here, slower than "
+            "int8 should be. Serve an fp32 export on this machine.",
+            RuntimeWarning, stacklevel=3)
     if precision == "bf16" and not cpu_bf16_flags(cpuinfo):
         warnings.warn(
             f"{where} was exported with --precision bf16, but this CPU has "
