@@ -1,12 +1,15 @@
-"""What bf16 serving costs in quality: each fine-tuning run's official test
-metric with the model in fp32 and in bf16 (weights stored as bf16, as
-`bert-tf export --precision bf16` builds it; evaluation runs the same
-featurize-forward-decode graph as the signature), and for classifiers the
-largest probability difference between the fp32 and bf16 SavedModels over
-the whole test split.
+"""What bf16 and int8 serving cost in quality: each fine-tuning run's
+official test metric with the model in fp32, in bf16 (weights stored as
+bf16, as `bert-tf export --precision bf16` builds it) and in int8 (the
+encoder's matmuls on int8 weights, as `--precision int8` builds it);
+evaluation runs the same featurize-forward-decode graph as the signature.
+For classifiers, the largest probability difference between the fp32 and
+the bf16 / int8 SavedModels over the whole test split and how often their
+labels agree; with `--embeddings`, the cosine between the fp32 and int8
+MiniLM sentence embeddings of real RT sentences.
 
     python benchmarks/precision_quality.py demo_out/rt_sentiment_minilm \\
-        demo_out/wnut_qa_minilm demo_out/wnut_ner_minilm
+        demo_out/wnut_qa_minilm demo_out/wnut_ner_minilm --embeddings
 """
 
 import argparse
@@ -21,14 +24,25 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf import tasks  # noqa: E402
-from bert_tf.serving.export import export_model, load_exported  # noqa: E402
-from bert_tf.training.precision import cpu_bf16_flags  # noqa: E402
+from bert_tf.serving import precision as precision_lib  # noqa: E402
+from bert_tf.serving.export import (export_encoder, export_model,  # noqa: E402
+                                    load_exported)
+from bert_tf.training.precision import (cpu_bf16_flags,  # noqa: E402
+                                        cpu_int8_flags)
+
+REDUCED = ("bf16", "int8")
 
 
-def evaluate(run, dtype):
-    """(official metric, {metric: value}, seconds) of `run` on its test
-    split with the model built in `dtype`."""
+def evaluate(run, precision):
+    """(official metric, {metric: value}, seconds, task, data) of `run` on
+    its test split with the model in `precision`."""
+    dtype = "bfloat16" if precision == "bf16" else None
     task, model, vocab, _ = tasks.load_finetuned(run, dtype=dtype)
+    # As `bert-tf export --precision int8` does: calibrated on 256 of the
+    # run's training examples.
+    precision_lib.quantize(model, precision, task.spec, vocab,
+                           precision_lib.CALIBRATION_EXAMPLES,
+                           log=lambda *a: None)
     data = task.load_data(task.spec)
     start = time.perf_counter()
     results = task.evaluate(model, data, "test", vocab, 64)
@@ -36,43 +50,80 @@ def evaluate(run, dtype):
         task, data
 
 
-def probability_delta(run, task, data, directory):
-    """Max |p_fp32 - p_bf16| of the two SavedModels over the test split."""
+def probability_deltas(run, data, directory):
+    """{precision: (max |p_fp32 - p|, share of equal labels)} of the
+    SavedModels over the test split."""
     texts = [t.decode("utf-8", "replace") for t in
              data.split("test").map(lambda e: e["text"]).as_numpy_iterator()]
     served = {}
-    for precision in ("fp32", "bf16"):
+    for precision in ("fp32", *REDUCED):
         out = directory / precision / "1"
         export_model(run, out, log=lambda *a: None, precision=precision)
         serve = load_exported(out).signatures["serving_default"]
         served[precision] = np.concatenate([
             serve(text=tf.constant(texts[i:i + 64]))["probabilities"].numpy()
             for i in range(0, len(texts), 64)])
-    agree = np.mean(served["fp32"].argmax(1) == served["bf16"].argmax(1))
-    return np.abs(served["fp32"] - served["bf16"]).max(), agree
+    fp32 = served["fp32"]
+    return {p: (np.abs(fp32 - served[p]).max(),
+                np.mean(fp32.argmax(1) == served[p].argmax(1)))
+            for p in REDUCED}
+
+
+def embedding_cosines(directory, count=1000):
+    """Cosines between the fp32 and int8 `embeddings` exports of the real
+    MiniLM weights over `count` real RT sentences."""
+    from bert_tf.data import samples
+    from bert_tf.data.sample_texts import read_rt_snippets
+
+    texts = list(read_rt_snippets()[0][-count:])
+    embedded = {}
+    for precision in ("fp32", "int8"):
+        out = directory / f"minilm_{precision}" / "1"
+        export_encoder(f"hf:{samples.fetch('minilm')}", out,
+                       log=lambda *a: None, precision=precision)
+        serve = load_exported(out).signatures["serving_default"]
+        embedded[precision] = np.concatenate([
+            serve(text=tf.constant(texts[i:i + 64]))["embedding"].numpy()
+            for i in range(0, len(texts), 64)])
+    a, b = embedded["fp32"], embedded["int8"]
+    return np.sum(a * b, 1) / (np.linalg.norm(a, axis=1) *
+                               np.linalg.norm(b, axis=1))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("runs", nargs="+", help="fine-tuning run dirs")
+    parser.add_argument("runs", nargs="*", help="fine-tuning run dirs")
+    parser.add_argument("--embeddings", action="store_true",
+                        help="also compare fp32 and int8 MiniLM embeddings")
     args = parser.parse_args()
-    print(f"bf16 flags: {', '.join(cpu_bf16_flags()) or 'none'}; TF "
-          f"{tf.__version__}; {time.strftime('%Y-%m-%d')}")
+    print(f"bf16 flags: {', '.join(cpu_bf16_flags()) or 'none'}; int8 flags:"
+          f" {', '.join(cpu_int8_flags()) or 'none'}; TF {tf.__version__}; "
+          f"{time.strftime('%Y-%m-%d')}")
     print(f"{'run':<28} {'metric':<10} {'fp32':>8} {'bf16':>8} {'delta':>7} "
-          f"{'fp32 s':>7} {'bf16 s':>7}")
+          f"{'int8':>8} {'delta':>7}")
     for run in args.runs:
-        name, fp32, fp32_s, task, data = evaluate(run, None)
-        _, bf16, bf16_s, _, _ = evaluate(run, "bfloat16")
-        scale = 1 if name in ("f1", "best_f1", "exact") and \
-            task.kind == "span_qa" else 100
-        a, b = fp32[name] * scale, bf16[name] * scale
-        print(f"{Path(run).name:<28} {name:<10} {a:8.2f} {b:8.2f} "
-              f"{b - a:+7.2f} {fp32_s:7.1f} {bf16_s:7.1f}")
-        if task.kind == "classification":
+        scores = {}
+        for precision in ("fp32", *REDUCED):
+            name, results, _, task, data = evaluate(run, precision)
+            scale = 1 if name in ("f1", "best_f1", "exact") and \
+                task.kind == "span_qa" else 100
+            scores[precision] = results[name] * scale
+        a = scores["fp32"]
+        print(f"{Path(run).name:<28} {name:<10} {a:8.2f} "
+              + " ".join(f"{scores[p]:8.2f} {scores[p] - a:+7.2f}"
+                         for p in REDUCED))
+        if task.kind == "classification" and not task.spec.pair:
             with tempfile.TemporaryDirectory() as tmp:
-                delta, agree = probability_delta(run, task, data, Path(tmp))
-            print(f"{'':<28} SavedModels: max |p fp32 - p bf16| "
-                  f"{delta:.1e}, labels agree on {agree:.1%}")
+                deltas = probability_deltas(run, data, Path(tmp))
+            for precision, (delta, agree) in deltas.items():
+                print(f"{'':<28} SavedModels: max |p fp32 - p {precision}| "
+                      f"{delta:.1e}, labels agree on {agree:.1%}")
+    if args.embeddings:
+        with tempfile.TemporaryDirectory() as tmp:
+            cosines = embedding_cosines(Path(tmp))
+        print(f"MiniLM embeddings, fp32 vs int8 SavedModels, "
+              f"{len(cosines)} RT sentences: cosine min {cosines.min():.4f}, "
+              f"mean {cosines.mean():.4f}")
 
 
 if __name__ == "__main__":

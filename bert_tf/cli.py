@@ -5,6 +5,7 @@ import os
 import sys
 
 from bert_tf.config_io import CHECKPOINT_SOURCES
+from bert_tf.serving.precision import add_precision_arguments
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -140,6 +141,8 @@ def _export(args):
     write_export(args.format, args.kind, args.checkpoint, args.out,
                  overwrite=args.overwrite, fixed_length=args.fixed_length,
                  precision=args.precision, quantize=args.quantize,
+                 calibration=args.calibration,
+                 calibration_texts=args.calibration_texts,
                  seq_length=args.seq_length, normalize=not args.no_normalize,
                  marker=args.marker, top_k=args.top_k,
                  max_masks=args.max_masks)
@@ -375,13 +378,7 @@ def build_parser():
                         "embeddings (--kind embeddings) as one .tflite file "
                         "with the tokenizer inside (tf-text's TFLite "
                         "kernels, no Flex)")
-    p.add_argument("--precision", choices=("fp32", "bf16", "int8", "auto"),
-                   default="fp32",
-                   help="savedmodel/hub: fp32; bf16 (bf16 weights; norms, "
-                        "softmax, outputs fp32; fast with AVX512_BF16/AMX, "
-                        "emulated elsewhere); int8 (int8 encoder matmuls on "
-                        "VNNI/AMX-INT8; results change slightly); auto (bf16"
-                        " where this CPU has it, never int8)")
+    add_precision_arguments(p)
     p.add_argument("--quantize", choices=("none", "dynamic_int8"),
                    default="none",
                    help="tflite: fp32 weights, or dynamic-range int8")

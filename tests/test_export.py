@@ -178,6 +178,50 @@ def test_c_api_program_serves_without_python(exported, tmp_path):
                                atol=1e-5, rtol=0)
 
 
+MIXED_BATCHES = """
+import ctypes, json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (the tf-text ops)
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+texts = json.loads(sys.argv[2])
+batches = [texts[:1], texts * 8, texts[:1], texts * 40]
+for batch in batches + batches:
+    serve(text=tf.constant(batch))
+ctypes.CDLL(None).fflush(None)
+print("-- warm --", flush=True)
+labels = []
+for batch in batches:
+    labels.append([v.decode() for v in serve(text=tf.constant(batch))[
+        "label"].numpy()])
+ctypes.CDLL(None).fflush(None)
+print(json.dumps(labels), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_fp32_export_keeps_reordered_weights_across_batch_sizes(exported):
+    """An fp32 export runs its encoder in one copy per row class, so a
+    process serving it with oneDNN's frozen weights reorders each weight
+    once, whatever mix of batch sizes comes (one kernel, one layout)."""
+    out, _, _, run_dir = exported
+    info = json.loads((out / "assets.extra" / "bert_tf.json").read_text())
+    assert info["row_classes"] == [7, 81]
+    assert runtime.keeps_reordered_weights(info)
+    result = subprocess.run(
+        [sys.executable, "-c", MIXED_BATCHES, str(out), json.dumps(TEXTS)],
+        capture_output=True, text=True, check=True, timeout=300,
+        env={**os.environ, runtime.FROZEN_WEIGHTS: "1", "ONEDNN_VERBOSE": "1"})
+    warm, served = result.stdout.split("-- warm --\n")
+    matmuls = [line for line in served.splitlines()
+               if ",inner_product," in line or ",matmul," in line]
+    weight_reorders = [line for line in served.splitlines()
+                       if ",reorder," in line and ":blocked:AB" in line]
+    assert matmuls and not weight_reorders, weight_reorders[:3]
+    labels = json.loads(served.strip().splitlines()[-1])
+    want = reference(run_dir, TEXTS)["label"]
+    assert labels == [want[:1], want * 8, want[:1], want * 40]
+
+
 HOSTILE = [
     b"",
     b"   \t\n  ",

@@ -32,7 +32,7 @@ def test_auto_follows_the_cpu_flags(tmp_path):
     assert precision.resolve("bf16", lines.append,
                              _cpuinfo(tmp_path, "")) == "bf16"
     with pytest.raises(ValueError, match="--precision fp16: use one of "
-                       "fp32, bf16, auto"):
+                       "fp32, bf16, int8, auto"):
         precision.resolve("fp16")
 
 

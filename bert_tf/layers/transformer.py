@@ -18,8 +18,6 @@ import keras
 from keras import ops
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
-from bert_tf.layers.int8 import Int8Dense
-from bert_tf.training.keras_compat import replace_sublayer
 
 # Added to the logits of masked-out keys; exp() of it is exactly 0 in float32.
 _MASK_LOGIT = -1e9
@@ -135,15 +133,6 @@ class MultiHeadSelfAttention(ConfigLayer):
         return x_shape
 
 
-def to_int8(layer, attributes):
-    """Replaces each `keras.layers.Dense` of `layer` named in `attributes`
-    by its `Int8Dense` copy (for export; see `bert_tf.layers.int8`)."""
-    for attribute in attributes:
-        dense = getattr(layer, attribute)
-        if isinstance(dense, keras.layers.Dense):
-            replace_sublayer(layer, attribute, Int8Dense.from_dense(dense))
-
-
 @keras.saving.register_keras_serializable(package="bert_tf")
 class TransformerBlock(ConfigLayer):
     """Post-LayerNorm block: x = LN(x + Attn(x)); x = LN(x + FFN(x)).
@@ -229,16 +218,16 @@ class TransformerBlock(ConfigLayer):
         return ops.reshape(self.output_norm(x + ops.cast(hidden, x.dtype)),
                            shape)
 
-    def to_int8(self):
-        """Runs the block's four matmuls (query/key/value, attention
-        output, feed-forward in and out) on int8 weights from now on, for
-        a served graph: attention scores, softmax, layer norms and the
-        residual stream stay float32. The block can no longer train."""
+    def int8_matmuls(self):
+        """(owner layer, attribute) of the block's four matmuls that int8
+        exports quantize: query/key/value, attention output, feed-forward
+        in and out. Attention scores, softmax, layer norms and the
+        residual stream stay float32."""
         if self.compute_dtype != "float32":
             raise ValueError(f"{self.name}: int8 is made from a float32 "
                              f"block, not {self.compute_dtype}.")
-        to_int8(self.attention, ("qkv", "output_dense"))
-        to_int8(self, ("intermediate", "output_dense"))
+        return [(self.attention, "qkv"), (self.attention, "output_dense"),
+                (self, "intermediate"), (self, "output_dense")]
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape

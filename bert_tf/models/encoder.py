@@ -4,11 +4,14 @@ Keras model with TF Hub input and output names."""
 import dataclasses
 
 import keras
+import tensorflow as tf
 
 from bert_tf.config import EncoderConfig, load_preset
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
+from bert_tf.layers.int8 import InputMaxRecorder, Int8Dense
 from bert_tf.layers.transformer import TransformerBlock
 from bert_tf.text.features import INPUT_NAMES
+from bert_tf.training.keras_compat import replace_sublayer
 
 
 def select_inputs(inputs, names):
@@ -35,6 +38,13 @@ def from_config_with_encoder(cls, config):
     config["encoder"] = keras.saving.deserialize_keras_object(
         config["encoder"])
     return cls(**config)
+
+
+# The token-row counts at which oneDNN's fp32 matmuls change their blocked
+# weight layout on AVX-512 (AB16b64a below 7 rows and from 81, AB16b32a in
+# between; 2 EPYC cores, TF 2.20). A kernel that keeps its reordered
+# weights (TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1) keeps one layout only.
+ROW_CLASS_BOUNDS = (7, 81)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -122,6 +132,30 @@ class BertEncoder(keras.Model):
 
         # === Config ===
         self.config = config
+        self.row_class_bounds = ()
+
+    def branch_by_rows(self, bounds=ROW_CLASS_BOUNDS):
+        """From now on, traced graphs run the encoder in one of
+        `len(bounds) + 1` copies chosen by the number of token rows
+        (batch x length) against `bounds`, so that each copy's fp32 matmul
+        kernels always see one weight layout and may keep their reordered
+        weights (`bert_tf.serving.runtime`). The numbers are unchanged;
+        each copy keeps its own reordered weights.
+
+        Examples:
+            >>> import numpy as np
+            >>> encoder = BertEncoder.from_preset("bert_tiny")
+            >>> inputs = {"input_word_ids": np.array([[2, 7, 3]], "int32"),
+            ...           "input_mask": np.ones((1, 3), "int32"),
+            ...           "input_type_ids": np.zeros((1, 3), "int32")}
+            >>> before = encoder(inputs)["pooled_output"]
+            >>> encoder.branch_by_rows()
+            >>> after = keras.ops.convert_to_tensor(tf.function(encoder)(
+            ...     inputs)["pooled_output"])
+            >>> float(np.abs(after - before).max()) < 1e-6
+            True
+        """
+        self.row_class_bounds = tuple(int(b) for b in bounds)
 
     def freeze(self, num_layers):
         """Stops training the embeddings and the first `num_layers`
@@ -142,12 +176,22 @@ class BertEncoder(keras.Model):
         for i, block in enumerate(self.transformer_layers):
             block.trainable = i >= num_layers
 
-    def to_int8(self):
+    def to_int8(self, calibrate=None, alpha=0.75):
         """Runs the transformer blocks' matmuls on int8 weights with
         oneDNN's int8 kernels (VNNI, AMX-INT8), for export with
         `--precision int8`: embeddings, layer norms, softmax, the pooler
         and every output stay float32. The encoder can no longer train;
         build it in float32 and load its weights first.
+
+        Args:
+            calibrate: None, or a function that runs the model holding
+                this encoder eagerly over real inputs; each matmul's
+                largest input per channel is recorded and smoothed into
+                its weights (`Int8Dense.from_dense`).
+            alpha: the smoothing's strength.
+
+        Returns:
+            {matmul name: largest input seen} when calibrated, else {}.
 
         Examples:
             >>> import numpy as np
@@ -157,17 +201,50 @@ class BertEncoder(keras.Model):
             ...           "input_type_ids": np.zeros((1, 4), "int32")}
             >>> before = encoder(inputs)["pooled_output"].numpy()
             >>> count = len(encoder.weights)
-            >>> encoder.to_int8()
+            >>> seen = encoder.to_int8(calibrate=lambda: encoder(inputs))
             >>> after = encoder(inputs)["pooled_output"].numpy()
             >>> bool(np.abs(after - before).max() < 0.05), len(encoder.weights) < count
             (True, True)
+            >>> len(seen), sorted(seen)[0]
+            (8, 'transformer_layer_0/attention/output_dense')
         """
-        for block in self.transformer_layers:
-            block.to_int8()
+        slots = [(block, owner, attribute)
+                 for block in self.transformer_layers
+                 for owner, attribute in block.int8_matmuls()]
+        recorders = {}
+        if calibrate is not None:
+            for block, owner, attribute in slots:
+                recorder = InputMaxRecorder(getattr(owner, attribute))
+                replace_sublayer(owner, attribute, recorder)
+                recorders[owner, attribute] = recorder
+            calibrate()
+        seen = {}
+        for block, owner, attribute in slots:
+            recorder = recorders.get((owner, attribute))
+            dense = recorder.dense if recorder else getattr(owner, attribute)
+            input_max = recorder.input_max if recorder else None
+            if recorder and input_max is None:
+                raise ValueError("int8 calibration saw no input: give it "
+                                 "at least one non-empty batch.")
+            if input_max is not None:
+                name = "/".join(dict.fromkeys(
+                    (block.name, owner.name, dense.name)))
+                seen[name] = float(input_max.max())
+            replace_sublayer(owner, attribute, Int8Dense.from_dense(
+                dense, input_max, alpha))
+        return seen
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        return super().call(select_inputs(inputs, INPUT_NAMES),
-                            training=training, mask=mask, **kwargs)
+        inputs = select_inputs(inputs, INPUT_NAMES)
+        run = super().call
+        if not self.row_class_bounds or tf.executing_eagerly():
+            return run(inputs, training=training, mask=mask, **kwargs)
+        rows = tf.size(inputs["input_word_ids"])
+        branch = tf.add_n([tf.cast(rows >= b, tf.int32)
+                           for b in self.row_class_bounds])
+        return tf.switch_case(branch, [
+            lambda: run(inputs, training=training, mask=mask, **kwargs)
+        ] * (len(self.row_class_bounds) + 1))
 
     @property
     def token_embedding(self):

@@ -9,15 +9,16 @@ import importlib
 # takes). `task` is a fine-tuning run of any kind; the others are built
 # from a pre-trained checkpoint.
 ROUTES = {
-    ("savedmodel", "task"): ("export:export_model", None,
-                             ("fixed_length", "precision")),
+    ("savedmodel", "task"): ("export:export_model", None, (
+        "fixed_length", "precision", "calibration", "calibration_texts")),
     ("savedmodel", "embeddings"): ("export:export", "embeddings", (
-        "fixed_length", "precision", "seq_length", "normalize")),
+        "fixed_length", "precision", "calibration_texts", "seq_length",
+        "normalize")),
     ("savedmodel", "fill_mask"): ("export:export", "fill_mask", (
-        "fixed_length", "precision", "seq_length", "marker", "top_k",
-        "max_masks")),
-    ("savedmodel", "hub"): ("hub:export_hub", None, ("seq_length",
-                                                     "precision")),
+        "fixed_length", "precision", "calibration_texts", "seq_length",
+        "marker", "top_k", "max_masks")),
+    ("savedmodel", "hub"): ("hub:export_hub", None, (
+        "seq_length", "precision", "calibration_texts")),
     ("tflite", "task"): ("tflite:export_tflite", None, ("quantize",)),
     ("tflite", "embeddings"): ("tflite:export_tflite_embeddings", None,
                                ("quantize", "seq_length", "normalize")),

@@ -22,7 +22,8 @@ from bert_tf.safe_io import (check_writable, guarded_write,
 from bert_tf.serving import warmup
 from bert_tf.serving.integrity import (broken_export_error,
                                        check_export_files)
-from bert_tf.serving.runtime import FROZEN_WEIGHTS, serving_only_process
+from bert_tf.serving.runtime import (FROZEN_WEIGHTS, keeps_reordered_weights,
+                                     serving_only_process)
 from bert_tf.storage import GPath
 
 SIGNATURE_TENSORS = "signature_tensors.txt"
@@ -188,7 +189,9 @@ def _directory_bytes(path):
 
 
 def export(kind, checkpoint, out, log=print, overwrite=False,
-           fixed_length=False, precision="fp32", **options):
+           fixed_length=False, precision="fp32",
+           calibration=precision_lib.CALIBRATION_EXAMPLES,
+           calibration_texts=None, **options):
     """Writes the SavedModel of any export kind: the one path every kind
     takes. The kind (`bert_tf.tasks.get_kind`) builds what to save from
     `checkpoint` and its `options`; this writes, audits and reports it.
@@ -197,8 +200,8 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
         kind: a task kind (`checkpoint` is a fine-tuning run of it) or an
             export-only kind (`embeddings`, `fill_mask`: a pre-trained
             checkpoint).
-        checkpoint, out, log, overwrite, fixed_length, precision: as in
-            `export_model`.
+        checkpoint, out, log, overwrite, fixed_length, precision,
+            calibration, calibration_texts: as in `export_model`.
         options: the kind's own export options (see its `build_export`).
 
     Returns:
@@ -209,15 +212,21 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
         dtype=precision_lib.POLICIES[precision], **options)
-    precision_lib.quantize(model, precision)
+    int8 = precision_lib.quantize(model, precision, spec, vocab, calibration,
+                                  calibration_texts, log)
+    rows = precision_lib.branch_by_rows(model, precision)
     if dataclasses.is_dataclass(spec):  # a task's typed spec
         spec = config_lib.to_dict(spec)
-    spec = {**spec, "precision": precision}
+    spec = {**spec, "precision": precision,
+            **({"int8": int8} if int8 else {}),
+            **({"row_classes": list(rows)} if rows else {})}
     return _write_export(out, spec, vocab, model, log, make_module)
 
 
 def export_model(checkpoint, out, log=print, overwrite=False,
-                 fixed_length=False, precision="fp32"):
+                 fixed_length=False, precision="fp32",
+                 calibration=precision_lib.CALIBRATION_EXAMPLES,
+                 calibration_texts=None):
     """Writes the SavedModel of a fine-tuned model of any task kind.
 
     Args:
@@ -228,8 +237,15 @@ def export_model(checkpoint, out, log=print, overwrite=False,
         fixed_length: run every request at the model's full sequence length
             (XLA or TPU serving) instead of its longest text's length.
         precision: `fp32`, `bf16` (weights stored as bf16; softmax, layer
-            norm and every output in fp32) or `auto` (bf16 where the CPU
-            has AVX512_BF16 or AMX); recorded in the export.
+            norm and every output in fp32), `int8` (the encoder's matmuls
+            on int8 weights run by oneDNN's int8 kernels; everything else
+            as in fp32) or `auto` (bf16 where the CPU has AVX512_BF16 or
+            AMX; never int8); recorded in the export.
+        calibration: int8: how many of the run's training examples show
+            each matmul its inputs, whose outlier channels are then
+            smoothed into the weights (0: none).
+        calibration_texts: int8: a file of texts (one per line) to
+            calibrate on instead.
 
     Returns:
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
@@ -243,7 +259,7 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     """
     _, spec = tasks.read_spec(checkpoint)
     return export(spec.kind, checkpoint, out, log, overwrite,
-                  fixed_length, precision)
+                  fixed_length, precision, calibration, calibration_texts)
 
 
 def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
@@ -377,8 +393,8 @@ def _write_export(out, spec, vocab, model, log, make_module):
         f"{', '.join(map(str, module.lengths))})")
     log(f"updated {config_path} and {batching_path}" + (
         f"; serve it with {FROZEN_WEIGHTS}=1 in TF Serving's environment "
-        "(oneDNN keeps its bf16 weights in their fastest layout)"
-        if spec.get("precision") == "bf16" else ""))
+        "(oneDNN keeps its weights in their fastest layout)"
+        if keeps_reordered_weights(spec) else ""))
     return {"path": out, "ops": ops, "bytes": size, "kind": spec["kind"],
             "signatures": list(module.signatures())}
 
@@ -393,10 +409,10 @@ def load_exported(path, serving_only=False):
     path = _check_saved_model(path)
     check_export_files(path)
     info = GPath(path) / "assets.extra" / "bert_tf.json"
-    precision = json.loads(info.read_text()).get(
-        "precision", "fp32") if info.is_file() else "fp32"
+    info = json.loads(info.read_text()) if info.is_file() else {}
+    precision = info.get("precision", "fp32")
     if serving_only:
-        serving_only_process(precision)
+        serving_only_process(info)
     try:
         loaded = tf.saved_model.load(str(path))
     except Exception as error:  # noqa: BLE001 (any damage, any file)

@@ -182,7 +182,7 @@ class HubEncoder(_Trackable):
 
 
 def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
-               lower_case=None, precision="fp32"):
+               lower_case=None, precision="fp32", calibration_texts=None):
     """Writes `out/preprocess` and `out/encoder`, the TF Hub-format
     SavedModels of any checkpoint's encoder (module docstring).
 
@@ -196,6 +196,7 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
         lower_case: see `BertTokenizer` (None: from the vocab).
         precision: the encoder's, as in `export_model` (its outputs stay
             float32).
+        calibration_texts: int8: a file of texts to calibrate on.
 
     Returns:
         {"preprocess": path, "encoder": path, "ops": {name: op audit}}.
@@ -208,7 +209,9 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     precision = precision_lib.resolve(precision, log)
     pretrained = checkpoints.load_encoder(
         checkpoint, dtype=precision_lib.POLICIES[precision])
-    precision_lib.quantize(pretrained.encoder, precision)
+    precision_lib.quantize(pretrained.encoder, precision,
+                           {"seq_length": seq_length}, pretrained.vocab,
+                           texts_file=calibration_texts, log=log)
     check_lengths(pretrained.config, seq_length=seq_length)
     staging = out.with_name(out.name + ".partial")
     staging.rmtree(ignore_errors=True)

@@ -11,7 +11,10 @@ batch, and the BERT-Base classifier's batch-1 p50 drops from 34 to 25 ms
 depends on its row count (tokens in the batch): it keeps the layout of its
 first call and reorders its weights on every call of the other kind, so
 after one batch of 8 sentences single sentences took 71 ms instead of 36.
-fp32 exports are therefore served without it.
+fp32 exports therefore run their encoder in one graph copy per class of
+row counts (`BertEncoder.branch_by_rows`, recorded as `row_classes` in
+`bert_tf.json`): each kernel then sees one layout, and those exports are
+served with it too. Older fp32 exports, without the copies, are not.
 
 A kernel keeps the first weights it saw, so a process that trains or
 assigns weights must never set it. `bert-tf predict` sets it for bf16
@@ -25,11 +28,30 @@ import os
 FROZEN_WEIGHTS = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 
 
-def serving_only_process(precision, environ=None):
-    """In a process that only serves an export of `precision`: sets
-    `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` for bf16 unless the environment
-    says otherwise; returns the value in force (None: unset). Call it
-    before TensorFlow runs its first matmul: oneDNN reads it once.
+def keeps_reordered_weights(info):
+    """Whether an export (its `bert_tf.json` dict) may be served with
+    `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`: bf16, or fp32 with one encoder
+    copy per row class.
+
+    Examples:
+        >>> keeps_reordered_weights({"precision": "bf16"})
+        True
+        >>> keeps_reordered_weights({"precision": "fp32"})
+        False
+        >>> keeps_reordered_weights({"precision": "fp32", "row_classes": [7, 81]})
+        True
+    """
+    precision = info.get("precision", "fp32")
+    return precision == "bf16" or (precision == "fp32" and
+                                   bool(info.get("row_classes")))
+
+
+def serving_only_process(info, environ=None):
+    """In a process that only serves an export (its `bert_tf.json` dict,
+    or just its precision): sets `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` where
+    `keeps_reordered_weights` allows, unless the environment says
+    otherwise; returns the value in force (None: unset). Call it before
+    TensorFlow runs its first matmul: oneDNN reads it once.
 
     Examples:
         >>> serving_only_process("bf16", {})
@@ -40,9 +62,12 @@ def serving_only_process(precision, environ=None):
         None
     """
     environ = os.environ if environ is None else environ
-    if precision == "bf16":
+    if isinstance(info, str):
+        info = {"precision": info}
+    if keeps_reordered_weights(info):
         environ.setdefault(FROZEN_WEIGHTS, "1")
     return environ.get(FROZEN_WEIGHTS)
 
 
-__all__ = ["FROZEN_WEIGHTS", "serving_only_process"]
+__all__ = ["FROZEN_WEIGHTS", "keeps_reordered_weights",
+           "serving_only_process"]
