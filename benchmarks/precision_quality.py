@@ -70,24 +70,32 @@ def probability_deltas(run, data, directory):
 
 
 def embedding_cosines(directory, count=1000):
-    """Cosines between the fp32 and int8 `embeddings` exports of the real
-    MiniLM weights over `count` real RT sentences."""
+    """{int8 export: cosines to the fp32 export's embeddings} of the real
+    MiniLM weights over `count` real RT sentences: uncalibrated, and
+    calibrated on 256 other RT sentences (`--calibration-texts`)."""
     from bert_tf.data import samples
     from bert_tf.data.sample_texts import read_rt_snippets
 
-    texts = list(read_rt_snippets()[0][-count:])
+    sentences = read_rt_snippets()[0]
+    texts = list(sentences[-count:])
+    calibration = directory / "calibration.txt"
+    calibration.write_text("\n".join(sentences[:256]) + "\n")
     embedded = {}
-    for precision in ("fp32", "int8"):
-        out = directory / f"minilm_{precision}" / "1"
+    for name, precision, texts_file in (
+            ("fp32", "fp32", None), ("int8", "int8", None),
+            ("int8, calibrated", "int8", calibration)):
+        out = directory / name.replace(", ", "_") / "1"
         export_encoder(f"hf:{samples.fetch('minilm')}", out,
-                       log=lambda *a: None, precision=precision)
+                       log=lambda *a: None, precision=precision,
+                       calibration_texts=texts_file)
         serve = load_exported(out).signatures["serving_default"]
-        embedded[precision] = np.concatenate([
+        embedded[name] = np.concatenate([
             serve(text=tf.constant(texts[i:i + 64]))["embedding"].numpy()
             for i in range(0, len(texts), 64)])
-    a, b = embedded["fp32"], embedded["int8"]
-    return np.sum(a * b, 1) / (np.linalg.norm(a, axis=1) *
-                               np.linalg.norm(b, axis=1))
+    a = embedded.pop("fp32")
+    return {name: np.sum(a * b, 1) / (np.linalg.norm(a, axis=1) *
+                                      np.linalg.norm(b, axis=1))
+            for name, b in embedded.items()}
 
 
 def main():
@@ -120,10 +128,10 @@ def main():
                       f"{delta:.1e}, labels agree on {agree:.1%}")
     if args.embeddings:
         with tempfile.TemporaryDirectory() as tmp:
-            cosines = embedding_cosines(Path(tmp))
-        print(f"MiniLM embeddings, fp32 vs int8 SavedModels, "
-              f"{len(cosines)} RT sentences: cosine min {cosines.min():.4f}, "
-              f"mean {cosines.mean():.4f}")
+            for name, cosines in embedding_cosines(Path(tmp)).items():
+                print(f"MiniLM embeddings, fp32 vs {name} SavedModels, "
+                      f"{len(cosines)} RT sentences: cosine min "
+                      f"{cosines.min():.4f}, mean {cosines.mean():.4f}")
 
 
 if __name__ == "__main__":

@@ -24,11 +24,12 @@ openvino:
     .venv-bench/bin/python benchmarks/serving.py [--calls 300]
         [--batches 20] [--skip-tasks]
 
-The exports are written first; a second process times every row, and
-where the CPU has bf16 a third one, started with
-`TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` as `bert-tf predict` and a serving
-container serve bf16 exports (`bert_tf.serving.runtime`), times our bf16
-exports again ("frozen weights" rows).
+The exports are written first; a second process times every row, and a
+third one, started with `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` as `bert-tf
+predict` and a serving container serve fp32 and bf16 exports
+(`bert_tf.serving.runtime`), times those again ("frozen weights" rows: as
+they are served). int8 exports keep their int8 weights as constants and
+need no flag.
 """
 
 import argparse
@@ -42,6 +43,9 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 THREADS = 2
 FROZEN_SUFFIX = ", frozen weights"
+# Our exports served with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (bf16, and fp32
+# with one encoder copy per row class; bert_tf.serving.runtime).
+FROZEN = ("fp32", "bf16")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -177,7 +181,10 @@ def _our_export(hf_root, hf_name, vocab_path, out, kind, precision="fp32",
 
     run = out.parent.parent / f"run_{out.parent.name}"
     best = run / "best"
-    pretrained = checkpoints.convert("hf", hf_root / hf_name,
+    # BERT-Base's kinds share the classifier's encoder (QA and NER models
+    # have no pooler); MiniLM is its own.
+    encoder_source = hf_name if hf_name == "minilm" else "classification"
+    pretrained = checkpoints.convert("hf", hf_root / encoder_source,
                                      run / "encoder", vocab_path=vocab_path,
                                      log=lambda *a: None)
     state = load_file(str(hf_root / hf_name / "model.safetensors"))
@@ -292,14 +299,15 @@ def classification(args, tmp, hf, tokenizer, texts, bf16, prefix="ours"):
     from bert_tf.serving.export import load_exported
 
     served = {}
-    for name, (_, kind, precision, _) in EXPORTS.items():
+    for name, (_, kind, precision, fixed) in EXPORTS.items():
         if kind != "classification" or (precision == "bf16" and not bf16) or (
-                args.frozen_bf16 and precision != "bf16") or \
+                args.frozen_weights and (precision not in FROZEN or
+                                         fixed)) or \
                 not name.startswith(prefix + " "):
             continue
         signature = load_exported(_export_dir(tmp, name)).signatures[
             "serving_default"]
-        served[name + FROZEN_SUFFIX * args.frozen_bf16] = (
+        served[name + FROZEN_SUFFIX * args.frozen_weights] = (
             lambda s: lambda batch: s(text=tf.constant(batch))[
                 "logits"].numpy())(signature)
 
@@ -309,9 +317,9 @@ def classification(args, tmp, hf, tokenizer, texts, bf16, prefix="ours"):
                                max_length=128, return_tensors="pt")
             return hf(**inputs).logits.numpy()
 
-    peers, versions = ({}, None) if args.frozen_bf16 else _onnx_sessions(
+    peers, versions = ({}, None) if args.frozen_weights else _onnx_sessions(
         hf, tokenizer, tmp / f"onnx_{prefix.split(':')[0]}", texts)
-    functions = {**served, **({} if args.frozen_bf16 else {
+    functions = {**served, **({} if args.frozen_weights else {
         "HF transformers eager (PyTorch)": hf_eager}), **peers}
     check = texts[:8]
     want = hf_eager(check)
@@ -340,7 +348,8 @@ def qa_and_ner(args, tmp, models, tokenizer, bf16):
     rows = {}
     for kind, inputs in (("span_qa", questions), ("tagging", tweets)):
         precisions = ("fp32", "bf16", "int8") if bf16 else ("fp32", "int8")
-        for precision in ("bf16",) if args.frozen_bf16 else precisions:
+        for precision in [p for p in FROZEN if p in precisions] \
+                if args.frozen_weights else precisions:
             serve = load_exported(_export_dir(
                 tmp, f"{kind}: ours {precision}")).signatures[
                     "serving_default"]
@@ -353,9 +362,9 @@ def qa_and_ner(args, tmp, models, tokenizer, bf16):
                     return serve(text=tf.constant(batch))
             ms = _batch1(call, inputs, args.calls)
             rows[f"{kind}: ours {precision}"
-                 + FROZEN_SUFFIX * args.frozen_bf16] = (
+                 + FROZEN_SUFFIX * args.frozen_weights] = (
                 np.percentile(ms, 50), np.percentile(ms, 99))
-        if args.frozen_bf16:
+        if args.frozen_weights:
             continue
         if kind == "span_qa":
             hf = pipeline("question-answering", model=models[kind],
@@ -382,7 +391,7 @@ def main():
     parser.add_argument("--skip-tasks", action="store_true",
                         help="classification only (no QA / NER rows)")
     parser.add_argument("--exports", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--frozen-bf16", action="store_true",
+    parser.add_argument("--frozen-weights", action="store_true",
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -402,9 +411,8 @@ def main():
             write_exports(tmp, vocab_path, labels, bf16, args.skip_tasks)
             argv = [*sys.argv[1:], "--exports", str(tmp)]
             run_serving_process(argv, frozen_weights=False)
-            if bf16:
-                run_serving_process(argv + ["--frozen-bf16"],
-                                    frozen_weights=True)
+            run_serving_process(argv + ["--frozen-weights"],
+                                frozen_weights=True)
         return
 
     torch.set_num_threads(THREADS)
@@ -419,8 +427,8 @@ def main():
         if versions:
             _print_header(title, texts, tokenizer, versions)
         else:
-            print(f"\n{title}, {FROZEN_WEIGHTS}=1 (bf16 exports, as they "
-                  "are served)")
+            print(f"\n{title}, {FROZEN_WEIGHTS}=1 (fp32 and bf16 exports, "
+                  "as they are served)")
         print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
               f"{'b32 sent/s':>11}")
         for name, (p50, p99, rate) in rows.items():

@@ -13,10 +13,9 @@ same session, untraced, and the length bucket the requests ran at.
         [--calls 30] [--top 15] [--export DIR] [--weights-may-change]
 
 The export is written first and profiled in a second process, which serves
-a bf16 export with `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`, as `bert-tf
-predict` and a serving container do (`bert_tf.serving.runtime`; fp32
-exports are served without it). `--weights-may-change` profiles a bf16
-export without it.
+fp32 and bf16 exports with `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`, as `bert-tf
+predict` and a serving container do (`bert_tf.serving.runtime`; int8
+exports need no flag). `--weights-may-change` profiles them without it.
 """
 
 import argparse
@@ -68,8 +67,12 @@ def build_export(out, preset="bert_base", precision="fp32"):
     vocab.save(best / checkpoints.VOCAB_FILE)
     tf.train.Checkpoint(**model.checkpoint_roots()).write(
         str(best / checkpoints.WEIGHTS_PREFIX))
-    options = {} if precision == "fp32" else {"precision": precision}
-    export_model(best.parent, out, log=lambda *a: None, **options)
+    # int8 calibrates on 256 RT sentences (the run has no data of its own).
+    from bert_tf.data.sample_texts import read_rt_snippets
+    calibration = best.parent / "calibration.txt"
+    calibration.write_text("\n".join(read_rt_snippets()[0][-256:]) + "\n")
+    export_model(best.parent, out, log=lambda *a: None, precision=precision,
+                 calibration_texts=calibration)
     return Path(out)
 
 
@@ -154,20 +157,19 @@ def report(title, times, fusions, wall_ms, top):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--precision", default="fp32",
-                        choices=("fp32", "bf16"))
+                        choices=("fp32", "bf16", "int8"))
     parser.add_argument("--preset", default="bert_base")
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--export", help="profile this export instead of "
                                          "building one")
     parser.add_argument("--weights-may-change", action="store_true",
-                        help=f"profile a bf16 export without "
-                             f"{FROZEN_WEIGHTS}=1")
+                        help=f"profile without {FROZEN_WEIGHTS}=1")
     args = parser.parse_args()
 
     from bert_tf.data.sample_texts import read_rt_snippets
 
-    want = None if args.weights_may_change or args.precision != "bf16" \
+    want = None if args.weights_may_change or args.precision == "int8" \
         else "1"
     if not args.export or os.environ.get(FROZEN_WEIGHTS) != want:
         # Write the export here; profile it in a process that serves only.

@@ -68,3 +68,18 @@ def test_wrappers_behave_on_a_real_optimizer_and_model():
     keras_compat.build_compiled(model, spec)
     assert model.compiled_loss is not None or model.compiled
     assert [m.name for m in model.metrics][:1] == ["loss"]
+
+
+def test_replace_sublayer_drops_the_old_layer_and_its_variables():
+    from bert_tf.layers.transformer import TransformerBlock
+
+    block = TransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16)
+    block(np.ones((1, 3, 8), "float32"), np.ones((1, 3), "int32"))
+    old = block.intermediate
+    count = len(block.weights)
+    new = keras.layers.Dense(16, name="intermediate")
+    new.build((None, 8))
+    keras_compat.replace_sublayer(block, "intermediate", new)
+    assert block.intermediate is new and len(block.weights) == count
+    assert not any(w is old.kernel for w in block.weights)
+    assert block._tracker.locked  # as Keras left it

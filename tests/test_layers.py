@@ -186,3 +186,28 @@ def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
              for graph_def in metadata.partition_graphs
              for node in graph_def.node if "MatMul" in node.op}
     assert "BiasAdd+GeluApproximate" in fused, fused
+
+
+def test_int8_dense_follows_its_float_layer():
+    """Per-call ranges, and calibrated ranges with outlier channels
+    smoothed into the weights: both near the float layer; the calibrated
+    one nearer on inputs with an outlier channel, as in BERT."""
+    from bert_tf.layers.int8 import Int8Dense
+
+    dense = keras.layers.Dense(64, activation="gelu")
+    dense.build((None, 32))
+    x = _x(batch=1, length=40, width=32)[0]
+    x[:, 3] *= 30  # an outlier channel
+    want = dense(x).numpy()
+    scale = np.abs(want).max()
+    dynamic = Int8Dense.from_dense(dense)
+    calibrated = Int8Dense.from_dense(dense, x.min(0), x.max(0))
+    dynamic_error = np.abs(dynamic(x).numpy() - want).max() / scale
+    calibrated_error = np.abs(calibrated(x).numpy() - want).max() / scale
+    assert calibrated_error < 0.01 < dynamic_error < 0.05
+    again = Int8Dense.from_config(calibrated.get_config())
+    np.testing.assert_allclose(again(x).numpy(), calibrated(x).numpy(),
+                               atol=1e-6)
+    for layer in (dynamic, calibrated):
+        assert layer(np.zeros((0, 32), "float32")).shape == (0, 64)
+        assert layer(x[None]).shape == (1, 40, 64)

@@ -1,10 +1,13 @@
 """int8 dense layers for served encoders: oneDNN's VNNI / AMX-INT8 matmul
 kernels through TensorFlow's stock `QuantizedMatMulWithBiasAndDequantize`.
 
-Weights are int8 per output channel; activations are quantized per tensor
-on every call, from the tensor's own range. Calibration (the largest input
-per channel over some real texts, `InputMaxRecorder`) lets outlier
-channels be smoothed into the weights first (SmoothQuant).
+Weights are int8 per output channel; activations are quantized per
+tensor. Uncalibrated, each call quantizes its input by the input's own
+range. Calibrated (each input channel's range over some real texts,
+`InputRangeRecorder`), outlier channels are smoothed into the weights
+first (SmoothQuant) and the range is fixed: a matmul is then three ops
+(quantize, int8 matmul, per-channel scale) where the per-call range took
+twelve, which at batch 1 cost more than the int8 matmul saved.
 The op takes one scalar weight range, so the kernel runs on the int8
 weights as they are (scale 1) and the per-channel scales multiply its
 float output. Its quint8 input must be non-negative (the SCALED mode;
@@ -46,6 +49,18 @@ def quantize_kernel(kernel):
     return quantized, scale
 
 
+def _quantizable_range(low, high):
+    """(low, high, zero) as QuantizeV2's MIN_FIRST mode quantizes: the
+    range holds 0 and is at least `_MIN_RANGE` wide; `zero` is the code of
+    0.0 (asked of the kernel itself, whose rounding decides it)."""
+    low = min(float(low), 0.0)
+    high = max(float(high), 0.0, low + _MIN_RANGE)
+    zero = tf.raw_ops.QuantizeV2(input=tf.zeros((1, 1)), min_range=low,
+                                 max_range=high, T=tf.quint8,
+                                 mode="MIN_FIRST")[0]
+    return low, high, int(tf.bitcast(zero, tf.uint8).numpy()[0, 0])
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class Int8Dense(keras.layers.Layer):
     """A served Dense layer with int8 weights, run by oneDNN's int8 kernels.
@@ -57,6 +72,9 @@ class Int8Dense(keras.layers.Layer):
         activation: a Keras activation (name or callable) or None.
         input_scale: float32 [in] the input is divided by per channel
             (smoothing; already multiplied into `kernel`), or None.
+        input_range: (low, high) of the (smoothed) input from calibration:
+            a fixed quantization range (values outside are clipped), or
+            None to quantize each call's input by its own range.
 
     Examples:
         >>> dense = keras.layers.Dense(4)
@@ -68,7 +86,7 @@ class Int8Dense(keras.layers.Layer):
     """
 
     def __init__(self, kernel, kernel_scale, bias=None, activation=None,
-                 input_scale=None, **kwargs):
+                 input_scale=None, input_range=None, **kwargs):
         super().__init__(**kwargs)
         kernel = np.asarray(kernel)
         if kernel.dtype != np.int8 or kernel.ndim != 2:
@@ -86,19 +104,27 @@ class Int8Dense(keras.layers.Layer):
         self.activation = keras.activations.get(activation)
         self.input_scale = None if input_scale is None else \
             np.asarray(input_scale, np.float32)
+        self.input_range = None if input_range is None else \
+            _quantizable_range(*input_range)
+        # One function for every signature that runs the layer: a
+        # SavedModel then stores its int8 constants once.
+        self._matmul = tf.function(self._rows_matmul, autograph=False,
+                                   input_signature=[tf.TensorSpec(
+                                       (None, kernel.shape[0]), tf.float32)])
 
     @classmethod
-    def from_dense(cls, dense, input_max=None, alpha=0.75):
+    def from_dense(cls, dense, input_min=None, input_max=None, alpha=0.75):
         """The int8 copy of a built `keras.layers.Dense` (same name).
 
         Args:
             dense: the float layer.
-            input_max: per input channel, the largest |input| seen in
-                calibration, or None. Given, the channels are smoothed
-                (SmoothQuant): input channel k is divided by
-                `s_k = input_max_k ** alpha / max|W_k| ** (1 - alpha)` and
-                kernel row k multiplied by it, so that outlier channels
-                no longer set the whole activation's int8 step.
+            input_min, input_max: per input channel, the smallest and
+                largest input seen in calibration, or None. Given, the
+                channels are smoothed (SmoothQuant): input channel k is
+                divided by `s_k = m_k ** alpha / max|W_k| ** (1 - alpha)`
+                (m_k its largest |input|) and kernel row k multiplied by
+                it, so that outlier channels no longer set the whole
+                activation's int8 step; the smoothed range is then fixed.
             alpha: how much of the activations' range moves into the
                 weights (0.75: MiniLM sentence embeddings of 300 RT
                 sentences kept a cosine of at least 0.987 to fp32's, mean
@@ -106,15 +132,19 @@ class Int8Dense(keras.layers.Layer):
         """
         bias = dense.bias.numpy() if dense.use_bias else None
         kernel = dense.kernel.numpy().astype(np.float32)
-        smoothing = None
+        smoothing = input_range = None
         if input_max is not None:
+            largest = np.maximum(np.abs(input_min), np.abs(input_max))
             weight_max = np.abs(kernel).max(axis=1)
-            smoothing = (np.maximum(input_max, 1e-5) ** alpha / np.maximum(
+            smoothing = (np.maximum(largest, 1e-5) ** alpha / np.maximum(
                 weight_max, 1e-5) ** (1 - alpha)).astype(np.float32)
             kernel = kernel * smoothing[:, None]
+            input_range = (float((input_min / smoothing).min()),
+                           float((input_max / smoothing).max()))
         kernel, scale = quantize_kernel(kernel)
         return cls(kernel, scale, bias, dense.activation,
-                   input_scale=smoothing, name=dense.name)
+                   input_scale=smoothing, input_range=input_range,
+                   name=dense.name)
 
     @staticmethod
     def _input_range(x):
@@ -126,9 +156,16 @@ class Int8Dense(keras.layers.Layer):
 
     def call(self, x):
         shape = tf.shape(x)
-        rows = tf.reshape(tf.cast(x, tf.float32), (-1, shape[-1]))
+        out = self._matmul(tf.reshape(tf.cast(x, tf.float32),
+                                      (-1, self.kernel_int8.shape[0])))
+        return tf.reshape(out, tf.concat([shape[:-1], [self.units]], 0))
+
+    def _rows_matmul(self, rows):
+        """The layer on rows [n, in]."""
         if self.input_scale is not None:
             rows = rows * tf.constant(1.0 / self.input_scale)
+        if self.input_range is not None:
+            return self._fixed_range_matmul(rows)
         low, width = self._input_range(rows)
         quantized, q_low, q_high = tf.raw_ops.QuantizeV2(
             input=rows - low, min_range=0.0, max_range=width, T=tf.quint8,
@@ -142,9 +179,25 @@ class Int8Dense(keras.layers.Layer):
             min_freezed_output=0.0, max_freezed_output=0.0,
             Toutput=tf.float32, input_quant_mode="SCALED")
         out = out * tf.constant(self.kernel_scale)
-        if self.activation is not None:
-            out = self.activation(out)
-        return tf.reshape(out, tf.concat([shape[:-1], [self.units]], 0))
+        return self.activation(out)
+
+    def _fixed_range_matmul(self, rows):
+        """Quantized by the calibrated range: MIN_FIRST codes are
+        `round(x / step) - zero`, and `zero * step * column_sums` comes
+        back as a constant bias."""
+        low, high, zero = self.input_range
+        step = (high - low) / 255.0
+        quantized, _, _ = tf.raw_ops.QuantizeV2(
+            input=rows, min_range=low, max_range=high, T=tf.quint8,
+            mode="MIN_FIRST")
+        bias = self.bias_over_scale - zero * step * self.column_sums
+        out = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+            a=quantized, b=tf.constant(self.kernel_int8, tf.qint8),
+            bias=tf.constant(bias.astype(np.float32)), min_a=0.0,
+            max_a=high - low, min_b=-_WEIGHT_LIMIT, max_b=_WEIGHT_LIMIT,
+            min_freezed_output=0.0, max_freezed_output=0.0,
+            Toutput=tf.float32, input_quant_mode="SCALED")
+        return self.activation(out * tf.constant(self.kernel_scale))
 
     def compute_output_shape(self, input_shape):
         return (*input_shape[:-1], self.units)
@@ -157,7 +210,9 @@ class Int8Dense(keras.layers.Layer):
             "bias": (self.bias_over_scale * self.kernel_scale).tolist(),
             "activation": keras.activations.serialize(self.activation),
             "input_scale": None if self.input_scale is None else
-            self.input_scale.tolist()})
+            self.input_scale.tolist(),
+            "input_range": None if self.input_range is None else
+            list(self.input_range[:2])})
         return config
 
     @classmethod
@@ -169,28 +224,34 @@ class Int8Dense(keras.layers.Layer):
         return cls(**config)
 
 
-class InputMaxRecorder(keras.layers.Layer):
-    """Runs `dense` and keeps the largest |input| per channel it has seen
-    (the calibration pass before `Int8Dense.from_dense`; eagerly or inside
-    a `tf.function`, as the task model calls its encoder)."""
+class InputRangeRecorder(keras.layers.Layer):
+    """Runs `dense` and keeps the smallest and largest input per channel it
+    has seen (the calibration pass before `Int8Dense.from_dense`; eagerly
+    or inside a `tf.function`, as the task model calls its encoder)."""
 
     def __init__(self, dense, **kwargs):
         super().__init__(name=dense.name, **kwargs)
         self.dense = dense
-        self.seen = self.add_weight(
-            shape=(dense.kernel.shape[0],), initializer="zeros",
-            trainable=False, name="input_max")
+        width = dense.kernel.shape[0]
+        self.low = self.add_weight(shape=(width,), initializer="zeros",
+                                   trainable=False, name="input_min")
+        self.high = self.add_weight(shape=(width,), initializer="zeros",
+                                    trainable=False, name="input_max")
         self.rows = self.add_weight(shape=(), initializer="zeros",
                                     trainable=False, name="rows")
 
     @property
-    def input_max(self):
-        """float32 [in], or None before any input row."""
-        return self.seen.numpy() if self.rows.numpy() > 0 else None
+    def seen(self):
+        """(input_min, input_max) float32 [in], or None before any row."""
+        if self.rows.numpy() == 0:
+            return None
+        return self.low.numpy(), self.high.numpy()
 
     def call(self, x):
-        rows = tf.reshape(tf.abs(tf.cast(x, tf.float32)), (-1, x.shape[-1]))
-        seen = tf.reduce_max(tf.concat([rows, self.seen[None]], 0), axis=0)
-        self.seen.assign(seen)
+        rows = tf.reshape(tf.cast(x, tf.float32), (-1, x.shape[-1]))
+        self.low.assign(tf.reduce_min(tf.concat([rows, self.low[None]], 0),
+                                      axis=0))
+        self.high.assign(tf.reduce_max(tf.concat([rows, self.high[None]],
+                                                 0), axis=0))
         self.rows.assign_add(tf.cast(tf.shape(rows)[0], self.rows.dtype))
         return self.dense(x)

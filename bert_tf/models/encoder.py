@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from bert_tf.config import EncoderConfig, load_preset
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
-from bert_tf.layers.int8 import InputMaxRecorder, Int8Dense
+from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
 from bert_tf.layers.transformer import TransformerBlock
 from bert_tf.text.features import INPUT_NAMES
 from bert_tf.training.keras_compat import replace_sublayer
@@ -185,9 +185,10 @@ class BertEncoder(keras.Model):
 
         Args:
             calibrate: None, or a function that runs the model holding
-                this encoder eagerly over real inputs; each matmul's
-                largest input per channel is recorded and smoothed into
-                its weights (`Int8Dense.from_dense`).
+                this encoder over real inputs; each matmul's input range
+                per channel is recorded, its outlier channels smoothed
+                into its weights and its range fixed
+                (`Int8Dense.from_dense`).
             alpha: the smoothing's strength.
 
         Returns:
@@ -214,7 +215,7 @@ class BertEncoder(keras.Model):
         recorders = {}
         if calibrate is not None:
             for block, owner, attribute in slots:
-                recorder = InputMaxRecorder(getattr(owner, attribute))
+                recorder = InputRangeRecorder(getattr(owner, attribute))
                 replace_sublayer(owner, attribute, recorder)
                 recorders[owner, attribute] = recorder
             calibrate()
@@ -222,16 +223,17 @@ class BertEncoder(keras.Model):
         for block, owner, attribute in slots:
             recorder = recorders.get((owner, attribute))
             dense = recorder.dense if recorder else getattr(owner, attribute)
-            input_max = recorder.input_max if recorder else None
-            if recorder and input_max is None:
-                raise ValueError("int8 calibration saw no input: give it "
-                                 "at least one non-empty batch.")
-            if input_max is not None:
+            low = high = None
+            if recorder:
+                if recorder.seen is None:
+                    raise ValueError("int8 calibration saw no input: give "
+                                     "it at least one non-empty batch.")
+                low, high = recorder.seen
                 name = "/".join(dict.fromkeys(
                     (block.name, owner.name, dense.name)))
-                seen[name] = float(input_max.max())
+                seen[name] = float(max(-low.min(), high.max()))
             replace_sublayer(owner, attribute, Int8Dense.from_dense(
-                dense, input_max, alpha))
+                dense, low, high, alpha))
         return seen
 
     def call(self, inputs, training=None, mask=None, **kwargs):
