@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints, config as config_lib, finetune
 from bert_tf.models.encoder import BertEncoder
-from bert_tf.serving.export import load_exported
+from bert_tf.serving.export import EXPORT_FIELDS, load_exported
 from bert_tf.storage import GPath
 from bert_tf.tasks import get_task_class, read_spec
 from bert_tf.tasks.base import (build_encoder, restore_finetuned,
@@ -54,7 +54,8 @@ def _export_spec(path):
             f"teacher {path} was exported by an older bert_tf that did not "
             "record the encoder's shape: export the run again, or name the "
             "run directory as the teacher.")
-    data.pop("precision", None)
+    for key in EXPORT_FIELDS:
+        data.pop(key, None)
     return task_config_of(data, "", spec=True)
 
 

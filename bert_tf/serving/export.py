@@ -27,6 +27,8 @@ from bert_tf.serving.runtime import (FROZEN_WEIGHTS, keeps_reordered_weights,
 from bert_tf.storage import GPath
 
 SIGNATURE_TENSORS = "signature_tensors.txt"
+# What an export adds beside its task spec in `bert_tf.json`.
+EXPORT_FIELDS = ("precision", "int8", "row_classes")
 FORBIDDEN_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
 
 
@@ -200,8 +202,9 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
         kind: a task kind (`checkpoint` is a fine-tuning run of it) or an
             export-only kind (`embeddings`, `fill_mask`: a pre-trained
             checkpoint).
-        checkpoint, out, log, overwrite, fixed_length, precision,
-            calibration, calibration_texts: as in `export_model`.
+        checkpoint: as in `export_model`; likewise `out`, `log`,
+            `overwrite`, `fixed_length`, `precision`, `calibration` and
+            `calibration_texts`.
         options: the kind's own export options (see its `build_export`).
 
     Returns:

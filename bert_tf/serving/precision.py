@@ -91,6 +91,11 @@ def quantize(model, precision, spec=None, vocab=None, examples=0,
     encoder = getattr(model, "encoder", model)
     seen = encoder.to_int8(calibration(model, spec, vocab, examples,
                                        texts_file, log))
+    # The int8 weights are constants, not Keras weights: counted here.
+    count = sum(getattr(owner, attribute).kernel_int8.size
+                for block in encoder.transformer_layers
+                for owner, attribute in block.int8_matmuls())
+    log(f"int8: {count:,} matmul weights in int8")
     if not seen:
         log("int8: not calibrated; each matmul's input is quantized per "
             "call by its own range. --calibration-texts FILE (a few hundred "
