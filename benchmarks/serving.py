@@ -156,16 +156,22 @@ def _export_dir(root, name):
 def write_exports(root, vocab_path, labels, bf16, skip_tasks):
     """Writes each of EXPORTS this run times under `root` (in this
     process, whose weights change while the exports are built)."""
+    from bert_tf.data.sample_texts import read_rt_snippets
+
+    # int8 calibrates on 256 RT sentences the timing never sends.
+    calibration = root / "calibration.txt"
+    calibration.write_text("\n".join(read_rt_snippets()[0][-256:]) + "\n")
     for name, (hf_name, kind, precision, fixed) in EXPORTS.items():
         if (precision == "bf16" and not bf16) or (
                 skip_tasks and kind != "classification"):
             continue
         _our_export(root / "hf", hf_name, vocab_path, _export_dir(root, name),
-                    kind, precision, fixed, labels=labels)
+                    kind, precision, fixed, labels=labels,
+                    calibration=calibration)
 
 
 def _our_export(hf_root, hf_name, vocab_path, out, kind, precision="fp32",
-                fixed_length=False, labels=()):
+                fixed_length=False, labels=(), calibration=None):
     """Our export of kind `kind` with the HF models' weights (the shared
     encoder through the HF importer, the kind's head copied), written as a
     fine-tuning run and exported."""
@@ -173,7 +179,6 @@ def _our_export(hf_root, hf_name, vocab_path, out, kind, precision="fp32",
     from safetensors.numpy import load_file
 
     from bert_tf import checkpoints
-    from bert_tf.data.sample_texts import read_rt_snippets
     from bert_tf.serving.export import export_model
     from bert_tf.tasks.classification.model import BertClassifier
     from bert_tf.tasks.span_qa.model import BertSpanLabeler
@@ -212,9 +217,6 @@ def _our_export(hf_root, hf_name, vocab_path, out, kind, precision="fp32",
     pretrained.vocab.save(best / "vocab.txt")
     tf.train.Checkpoint(**model.checkpoint_roots()).write(
         str(best / "model.ckpt"))
-    # int8 calibrates on 256 RT sentences the timing never sends.
-    calibration = run / "calibration.txt"
-    calibration.write_text("\n".join(read_rt_snippets()[0][-256:]) + "\n")
     export_model(run, out, log=lambda *a: None, fixed_length=fixed_length,
                  precision=precision, calibration_texts=calibration)
     return out

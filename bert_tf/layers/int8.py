@@ -165,36 +165,31 @@ class Int8Dense(keras.layers.Layer):
         if self.input_scale is not None:
             rows = rows * tf.constant(1.0 / self.input_scale)
         if self.input_range is not None:
-            return self._fixed_range_matmul(rows)
+            # MIN_FIRST codes are `round(x / step) - zero`: `zero * step *
+            # column_sums` comes back as a constant bias.
+            low, high, zero = self.input_range
+            quantized = tf.raw_ops.QuantizeV2(
+                input=rows, min_range=low, max_range=high, T=tf.quint8,
+                mode="MIN_FIRST")[0]
+            bias = self.bias_over_scale - zero * (
+                high - low) / 255.0 * self.column_sums
+            return self._dequantized(quantized, tf.constant(
+                bias.astype(np.float32)), 0.0, high - low)
         low, width = self._input_range(rows)
         quantized, q_low, q_high = tf.raw_ops.QuantizeV2(
             input=rows - low, min_range=0.0, max_range=width, T=tf.quint8,
             mode="SCALED")
         bias = tf.constant(self.bias_over_scale) + low * tf.constant(
             self.column_sums)
-        out = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
-            a=quantized, b=tf.constant(self.kernel_int8, tf.qint8),
-            bias=bias, min_a=q_low, max_a=q_high,
-            min_b=-_WEIGHT_LIMIT, max_b=_WEIGHT_LIMIT,
-            min_freezed_output=0.0, max_freezed_output=0.0,
-            Toutput=tf.float32, input_quant_mode="SCALED")
-        out = out * tf.constant(self.kernel_scale)
-        return self.activation(out)
+        return self._dequantized(quantized, bias, q_low, q_high)
 
-    def _fixed_range_matmul(self, rows):
-        """Quantized by the calibrated range: MIN_FIRST codes are
-        `round(x / step) - zero`, and `zero * step * column_sums` comes
-        back as a constant bias."""
-        low, high, zero = self.input_range
-        step = (high - low) / 255.0
-        quantized, _, _ = tf.raw_ops.QuantizeV2(
-            input=rows, min_range=low, max_range=high, T=tf.quint8,
-            mode="MIN_FIRST")
-        bias = self.bias_over_scale - zero * step * self.column_sums
+    def _dequantized(self, quantized, bias, low, high):
+        """The float output of the int8 matmul of quint8 codes spanning
+        [low, high], with the per-channel scale and the activation."""
         out = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
             a=quantized, b=tf.constant(self.kernel_int8, tf.qint8),
-            bias=tf.constant(bias.astype(np.float32)), min_a=0.0,
-            max_a=high - low, min_b=-_WEIGHT_LIMIT, max_b=_WEIGHT_LIMIT,
+            bias=bias, min_a=low, max_a=high,
+            min_b=-_WEIGHT_LIMIT, max_b=_WEIGHT_LIMIT,
             min_freezed_output=0.0, max_freezed_output=0.0,
             Toutput=tf.float32, input_quant_mode="SCALED")
         return self.activation(out * tf.constant(self.kernel_scale))
