@@ -5,6 +5,7 @@ import os
 import sys
 
 from bert_tf.config_io import CHECKPOINT_SOURCES
+from bert_tf.serving.limits import add_limit_arguments
 from bert_tf.serving.precision import add_precision_arguments
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -143,7 +144,8 @@ def _export(args):
                  precision=args.precision, quantize=args.quantize,
                  calibration=args.calibration,
                  calibration_texts=args.calibration_texts,
-                 seq_length=args.seq_length, normalize=not args.no_normalize,
+                 max_input_chars=args.max_input_chars,
+                 max_batch_chars=args.max_batch_chars, seq_length=args.seq_length, normalize=not args.no_normalize,
                  marker=args.marker, top_k=args.top_k,
                  max_masks=args.max_masks)
 
@@ -379,6 +381,7 @@ def build_parser():
                         "with the tokenizer inside (tf-text's TFLite "
                         "kernels, no Flex)")
     add_precision_arguments(p)
+    add_limit_arguments(p)
     p.add_argument("--quantize", choices=("none", "dynamic_int8"),
                    default="none",
                    help="tflite: fp32 weights, or dynamic-range int8")

@@ -10,13 +10,15 @@ import importlib
 # from a pre-trained checkpoint.
 ROUTES = {
     ("savedmodel", "task"): ("export:export_model", None, (
-        "fixed_length", "precision", "calibration", "calibration_texts")),
+        "fixed_length", "precision", "calibration", "calibration_texts",
+        "max_input_chars", "max_batch_chars")),
     ("savedmodel", "embeddings"): ("export:export", "embeddings", (
         "fixed_length", "precision", "calibration_texts", "seq_length",
-        "normalize")),
+        "normalize", "max_input_chars", "max_batch_chars")),
     ("savedmodel", "fill_mask"): ("export:export", "fill_mask", (
         "fixed_length", "precision", "calibration_texts", "seq_length",
-        "marker", "top_k", "max_masks")),
+        "marker", "top_k", "max_masks", "max_input_chars",
+        "max_batch_chars")),
     ("savedmodel", "hub"): ("hub:export_hub", None, (
         "seq_length", "precision", "calibration_texts")),
     ("tflite", "task"): ("tflite:export_tflite", None, ("quantize",)),

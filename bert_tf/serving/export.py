@@ -16,6 +16,8 @@ import tensorflow as tf
 
 from bert_tf import config as config_lib
 from bert_tf import tasks
+from bert_tf.models.chunked import TOKENS_PER_STEP
+from bert_tf.serving import limits as limits_lib
 from bert_tf.serving import precision as precision_lib
 from bert_tf.safe_io import (check_writable, guarded_write,
                              recover_directory, replace_directory)
@@ -28,7 +30,8 @@ from bert_tf.storage import GPath
 
 SIGNATURE_TENSORS = "signature_tensors.txt"
 # What an export adds beside its task spec in `bert_tf.json`.
-EXPORT_FIELDS = ("precision", "int8", "row_classes")
+EXPORT_FIELDS = ("precision", "int8", "row_classes", "max_input_chars",
+                 "max_batch_chars")
 FORBIDDEN_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
 
 
@@ -193,7 +196,9 @@ def _directory_bytes(path):
 def export(kind, checkpoint, out, log=print, overwrite=False,
            fixed_length=False, precision="fp32",
            calibration=precision_lib.CALIBRATION_EXAMPLES,
-           calibration_texts=None, **options):
+           calibration_texts=None,
+           max_input_chars=limits_lib.MAX_INPUT_CHARS,
+           max_batch_chars=limits_lib.MAX_BATCH_CHARS, **options):
     """Writes the SavedModel of any export kind: the one path every kind
     takes. The kind (`bert_tf.tasks.get_kind`) builds what to save from
     `checkpoint` and its `options`; this writes, audits and reports it.
@@ -203,14 +208,15 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
             export-only kind (`embeddings`, `fill_mask`: a pre-trained
             checkpoint).
         checkpoint: as in `export_model`; likewise `out`, `log`,
-            `overwrite`, `fixed_length`, `precision`, `calibration` and
-            `calibration_texts`.
+            `overwrite`, `fixed_length`, `precision`, `calibration`,
+            `calibration_texts`, `max_input_chars` and `max_batch_chars`.
         options: the kind's own export options (see its `build_export`).
 
     Returns:
         As `export_model`.
     """
     out = _check_out(out, overwrite, log)
+    limits_lib.check_limits(max_input_chars, max_batch_chars)
     precision = precision_lib.resolve(precision, log)
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
@@ -222,14 +228,18 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
         spec = config_lib.to_dict(spec)
     spec = {**spec, "precision": precision,
             **({"int8": int8} if int8 else {}),
-            **({"row_classes": list(rows)} if rows else {})}
+            **({"row_classes": list(rows)} if rows else {}),
+            "max_input_chars": max_input_chars,
+            "max_batch_chars": max_batch_chars}
     return _write_export(out, spec, vocab, model, log, make_module)
 
 
 def export_model(checkpoint, out, log=print, overwrite=False,
                  fixed_length=False, precision="fp32",
                  calibration=precision_lib.CALIBRATION_EXAMPLES,
-                 calibration_texts=None):
+                 calibration_texts=None,
+                 max_input_chars=limits_lib.MAX_INPUT_CHARS,
+                 max_batch_chars=limits_lib.MAX_BATCH_CHARS):
     """Writes the SavedModel of a fine-tuned model of any task kind.
 
     Args:
@@ -249,6 +259,11 @@ def export_model(checkpoint, out, log=print, overwrite=False,
             smoothed into the weights (0: none).
         calibration_texts: int8: a file of texts (one per line) to
             calibrate on instead.
+        max_input_chars: the most characters a text of a request may
+            hold; max_batch_chars: all the texts of a request together.
+            Over either, the request fails with INVALID_ARGUMENT before
+            any model work (`bert_tf.serving.limits`); recorded in the
+            export.
 
     Returns:
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
@@ -262,7 +277,8 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     """
     _, spec = tasks.read_spec(checkpoint)
     return export(spec.kind, checkpoint, out, log, overwrite,
-                  fixed_length, precision, calibration, calibration_texts)
+                  fixed_length, precision, calibration, calibration_texts,
+                  max_input_chars, max_batch_chars)
 
 
 def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
@@ -309,7 +325,9 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
         **fields).validate(data=False)
     task = tasks.get_kind(kind)(spec)
     return _write_export(
-        out, {**config_lib.to_dict(spec), "precision": "fp32"}, vocab, model,
+        out, {**config_lib.to_dict(spec), "precision": "fp32",
+              "max_input_chars": limits_lib.MAX_INPUT_CHARS,
+              "max_batch_chars": limits_lib.MAX_BATCH_CHARS}, vocab, model,
         log, lambda saved: task.serving_module(model, saved, fixed_length))
 
 
@@ -357,7 +375,9 @@ def _write_export(out, spec, vocab, model, log, make_module):
         staging.mkdir(parents=True)
         module = make_module(vocab.saved(staging / "vocab.txt"))
         tf.saved_model.save(module, str(staging / "model"),
-                            signatures=module.signatures())
+                            signatures=limits_lib.limited_signatures(
+                                module.signatures(), spec["max_input_chars"],
+                                spec["max_batch_chars"]))
         saved = staging / "model"
         extra = saved / "assets.extra"
         extra.mkdir(exist_ok=True)
@@ -391,6 +411,10 @@ def _write_export(out, spec, vocab, model, log, make_module):
         f"TensorFlow core op types, {sum(ops['tf_text'].values())} of "
         f"{len(ops['tf_text'])} tf-text op types "
         f"({', '.join(sorted(ops['tf_text']))}); no PyFunc")
+    log(f"requests: at most {spec['max_input_chars']:,} characters per "
+        f"text and {spec['max_batch_chars']:,} per request (larger ones "
+        "get INVALID_ARGUMENT); the encoder runs "
+        f"{TOKENS_PER_STEP:,} tokens at a time")
     log(f"wrote {out / 'assets.extra' / 'tf_serving_warmup_requests'} "
         f"({len(requests)} requests; sequence lengths "
         f"{', '.join(map(str, module.lengths))})")

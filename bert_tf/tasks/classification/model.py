@@ -70,34 +70,57 @@ class BertClassifier(TaskModel):
                 1, name="window_scorer", dtype=encoder.dtype_policy)
             self.window_scorer.build((None, encoder.config.hidden_size))
 
-    def _windowed(self, inputs):
+    def is_windowed(self, inputs):
+        """Whether `inputs` are windows of documents this model pools."""
         return bool(getattr(self, "window_pooling", None) and
                     isinstance(inputs, dict) and WINDOW_KEY in inputs)
 
-    def head_on(self, encoder_outputs, inputs, training=None):
-        if not self._windowed(inputs):
-            return super().head_on(encoder_outputs, inputs, training)
+    @property
+    def window_output_names(self):
+        """What `window_outputs` returns (and `pool` reads)."""
+        return ("logits", "scores") if self.window_scorer is not None \
+            else ("logits",)
+
+    def window_outputs(self, inputs, training=None):
+        """Each window's `logits` (and, for attention pooling, `scores`):
+        the per-window half of a windowed call, which `pool` finishes.
+        Windows do not depend on each other, so they may run a chunk at a
+        time."""
+        return self._window_head(self.encoder(
+            select_inputs(inputs, INPUT_NAMES), training=training),
+            inputs, training)
+
+    def pool(self, window_outputs, inputs):
+        """Document logits [D, K] from `window_outputs` of all the windows
+        of `inputs` (`window_document`, and `windows` for D)."""
+        count = (ops.size(inputs["windows"]) if "windows" in inputs
+                 else None)
+        return pool_windows(window_outputs["logits"], inputs[WINDOW_KEY],
+                            self.window_pooling,
+                            window_outputs.get("scores"), count)
+
+    def _window_head(self, encoder_outputs, inputs, training=None):
         if self.pooling == "mean":
             features = self.window_mean(encoder_outputs["sequence_output"],
                                         inputs["input_mask"])
         else:
             features = encoder_outputs["pooled_output"]
-        scores = None
+        outputs = {"logits": self.head(features, training=training)}
         if self.window_scorer is not None:
-            scores = self.window_scorer(features)[:, 0]
-        count = (ops.size(inputs["windows"]) if "windows" in inputs
-                 else None)
-        return pool_windows(self.head(features, training=training),
-                            inputs[WINDOW_KEY], self.window_pooling, scores,
-                            count)
+            outputs["scores"] = self.window_scorer(features)[:, 0]
+        return outputs
+
+    def head_on(self, encoder_outputs, inputs, training=None):
+        if not self.is_windowed(inputs):
+            return super().head_on(encoder_outputs, inputs, training)
+        return self.pool(self._window_head(encoder_outputs, inputs, training),
+                         inputs)
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        if not self._windowed(inputs):
+        if not self.is_windowed(inputs):
             return super().call(inputs, training=training, mask=mask,
                                 **kwargs)
-        return self.head_on(self.encoder(select_inputs(inputs, INPUT_NAMES),
-                                         training=training),
-                            inputs, training)
+        return self.pool(self.window_outputs(inputs, training), inputs)
 
     def checkpoint_heads(self):
         heads = super().checkpoint_heads()

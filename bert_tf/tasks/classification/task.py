@@ -28,6 +28,8 @@ from bert_tf.tasks.classification.long_document import (WINDOW_KEY,
                                                         DocumentWindows)
 from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.tasks.metrics import compute
+from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.text.features import cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
 
@@ -200,6 +202,20 @@ def load_classifier(directory, dtype=None):
     return model, spec, vocab
 
 
+def classify_in_chunks(model, inputs):
+    """`model(inputs)` (float32 logits, one row per text) with the encoder
+    run a bounded number of rows at a time (`map_in_chunks`); the windows
+    of long documents are pooled once all are classified."""
+    rows = {k: inputs[k] for k in INPUT_NAMES}
+    if model.is_windowed(inputs):
+        return model.pool(map_in_chunks(
+            lambda chunk: model.window_outputs(chunk, training=False), rows,
+            model.window_output_names), inputs)
+    return map_in_chunks(
+        lambda chunk: {"logits": model(chunk, training=False)}, rows,
+        ("logits",))["logits"]
+
+
 class ClassifierModule(TaskModule):
     """The `tf.Module` that becomes the classifier's SavedModel.
 
@@ -237,7 +253,7 @@ class ClassifierModule(TaskModule):
             inputs = inputs_of(text, text_b)
             if not fixed_length:
                 inputs = cut_to_longest(inputs)
-            logits = tf.cast(model(inputs, training=False), tf.float32)
+            logits = classify_in_chunks(model, inputs)
             windows = {"windows": inputs["windows"]} if \
                 WINDOW_KEY in inputs else {}
             if regression:
@@ -253,9 +269,10 @@ class ClassifierModule(TaskModule):
 
         def encode(text, text_b=None):
             inputs = inputs_of(text, text_b)
-            outputs = model.encoder(inputs, training=False)
-            outputs = {name: tf.cast(outputs[name], tf.float32)
-                       for name in ("pooled_output", "sequence_output")}
+            outputs = map_in_chunks(
+                lambda chunk: model.encoder(chunk, training=False),
+                {k: inputs[k] for k in INPUT_NAMES},
+                ("pooled_output", "sequence_output"))
             if WINDOW_KEY in inputs:  # one row per window
                 outputs[WINDOW_KEY] = inputs[WINDOW_KEY]
             return outputs

@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.layers.heads import MaskedMeanPool
+from bert_tf.models.chunked import map_in_chunks
 from bert_tf.storage import GPath
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
@@ -110,9 +111,14 @@ def embedding_graph(encoder, preprocessor, normalize=True,
         inputs = preprocessor(text)
         if not fixed_length:
             inputs = cut_to_longest(inputs, INPUT_NAMES)
-        outputs = encoder(inputs, training=False)
-        return mean_pool(outputs["sequence_output"], inputs["input_mask"],
-                         normalize)
+
+        def pooled(chunk):
+            outputs = encoder(chunk, training=False)
+            return {"embedding": mean_pool(outputs["sequence_output"],
+                                           chunk["input_mask"], normalize)}
+
+        return map_in_chunks(pooled, {k: inputs[k] for k in INPUT_NAMES},
+                             ("embedding",))["embedding"]
 
     return embed
 
@@ -124,10 +130,16 @@ def word_feature_graph(encoder, preprocessor, layers, fixed_length=False):
 
     def features(text):
         windows = preprocessor.trimmed(text, fixed_length)
-        outputs = encoder({k: windows[k] for k in INPUT_NAMES},
-                          training=False)
-        combined = combine_layers(
-            [tf.cast(s, tf.float32) for s in hidden_states(outputs)], layers)
+
+        def combined_layers(chunk):
+            outputs = encoder(chunk, training=False)
+            return {"combined": combine_layers(
+                [tf.cast(s, tf.float32) for s in hidden_states(outputs)],
+                layers)}
+
+        combined = map_in_chunks(
+            combined_layers, {k: windows[k] for k in INPUT_NAMES},
+            ("combined",))["combined"]
         return {"features": word_values(windows, combined),
                 "count": windows["num_words"],
                 "start": windows["word_char_start"],

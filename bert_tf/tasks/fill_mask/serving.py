@@ -17,6 +17,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf import checkpoints
+from bert_tf.models.chunked import map_in_chunks
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.tasks.base import (ExportKind, TaskModule, check_lengths,
                                 register, served_text_batches, string_batch)
@@ -80,11 +81,18 @@ def fill_mask_graph(pretrainer, tokenizer, spec, fixed_length=False):
                                  spec["seq_length"], max_masks)
         if not fixed_length:
             features = cut_to_longest(features, INPUT_NAMES)
-        logits = pretrainer(
+        def best_tokens(chunk):  # only the top k of each chunk's logits
+            logits = pretrainer(chunk, training=False)["mlm_logits"]
+            probabilities, ids = tf.math.top_k(
+                tf.nn.softmax(tf.cast(logits, tf.float32)), top_k)
+            return {"probabilities": probabilities, "ids": ids}
+
+        best = map_in_chunks(
+            best_tokens,
             {k: features[k] for k in (*INPUT_NAMES, "masked_lm_positions")},
-            training=False)["mlm_logits"]
-        probabilities, ids = tf.math.top_k(
-            tf.nn.softmax(tf.cast(logits, tf.float32)), top_k)
+            ("probabilities", "ids"))
+        probabilities = best["probabilities"]
+        ids = tf.cast(best["ids"], tf.int32)
         real = tf.range(max_masks)[None, :] < features["count"][:, None]
         real = real[..., None]
         return {"tokens": tf.where(real, tf.gather(vocab_tokens, ids), ""),

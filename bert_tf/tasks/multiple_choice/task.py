@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.models.chunked import map_in_chunks
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 string_batch)
 from bert_tf.tasks.multiple_choice.config import MultipleChoiceConfig
@@ -205,7 +206,10 @@ class MultipleChoiceModule(TaskModule):
             with tf.control_dependencies([check]):
                 inputs = choice_features(preprocessor, context, choices,
                                          fixed_length)
-            return choose(model(inputs, training=False), choices, count)
+            logits = map_in_chunks(
+                lambda chunk: {"logits": model(chunk, training=False)},
+                inputs, ("logits",))["logits"]
+            return choose(logits, choices, count)
 
         context_spec = tf.TensorSpec([None], tf.string, name="context")
         choices_spec = tf.TensorSpec([None, None], tf.string, name="choices")

@@ -19,6 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.models.chunked import map_in_chunks
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts, register,
                                 same_batch, string_batch)
 from bert_tf.tasks.metrics import compute
@@ -154,7 +155,9 @@ def score_graph(model, preprocessor, fixed_length=False):
     def score(text, text_b):
         inputs = pair_inputs(preprocessor, text, text_b,
                              trim=not fixed_length)
-        return tf.cast(model(inputs, training=False), tf.float32)
+        return map_in_chunks(
+            lambda chunk: {"score": model(chunk, training=False)}, inputs,
+            ("score",))["score"]
 
     return score
 
@@ -180,7 +183,10 @@ class SimilarityModule(TaskModule):
             inputs = preprocessor(string_batch(text, "text"))
             if not fixed_length:
                 inputs = cut_to_longest(inputs)
-            return {"embedding": model.embed(inputs, training=False)}
+            return map_in_chunks(
+                lambda chunk: {"embedding": model.embed(chunk,
+                                                        training=False)},
+                {k: inputs[k] for k in INPUT_NAMES}, ("embedding",))
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="text"),

@@ -25,6 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.models.chunked import map_in_chunks
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.storage import GPath
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
@@ -236,7 +237,9 @@ class SpanQA(Task):
 
 def answer_graph(model, preprocessor, spec, fixed_length=False):
     """question, context -> `decode_answers` outputs (a plain function);
-    the windows run at their longest row's length unless `fixed_length`."""
+    the windows run at their longest row's length unless `fixed_length`,
+    a bounded number at a time (`map_in_chunks`), so memory does not grow
+    with the context."""
 
     def answer(question, context, null_threshold=None):
         if null_threshold is None:
@@ -246,8 +249,10 @@ def answer_graph(model, preprocessor, spec, fixed_length=False):
             features = cut_to_longest(
                 features,
                 [k for k, v in features.items() if v.shape.rank == 2])
-        logits = model({k: features[k] for k in INPUT_NAMES},
-                       training=False)
+        logits = map_in_chunks(
+            lambda chunk: model(chunk, training=False),
+            {k: features[k] for k in INPUT_NAMES},
+            ("start_logits", "end_logits"))
         return decode_answers(
             features, logits["start_logits"], logits["end_logits"], context,
             n_best_size=spec.n_best_size,

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data import sample_texts
+from bert_tf.models.chunked import map_in_chunks
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 served_text_batches, string_batch)
@@ -178,7 +179,8 @@ def _span_set(spans):
 
 def tag_graph(model, preprocessor, spec, fixed_length=False):
     """text -> `decode_entities` outputs (a plain function); the windows
-    run at their longest row's length unless `fixed_length`."""
+    run at their longest row's length unless `fixed_length`, a bounded
+    number at a time (`map_in_chunks`)."""
 
     def tag(text):
         features = preprocessor.trimmed(text, fixed_length)
@@ -186,8 +188,10 @@ def tag_graph(model, preprocessor, spec, fixed_length=False):
             *INPUT_NAMES, "word_index", "word_is_max", "example_index",
             "num_words", "word_char_start", "word_char_end",
             "word_byte_start", "word_byte_end")}
-        logits = model({k: window_features[k] for k in INPUT_NAMES},
-                       training=False)
+        logits = map_in_chunks(
+            lambda chunk: {"logits": model(chunk, training=False)},
+            {k: window_features[k] for k in INPUT_NAMES},
+            ("logits",))["logits"]
         return decode_entities(window_features, logits, text,
                                spec.labels, spec.max_entities)
 
