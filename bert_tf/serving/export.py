@@ -282,7 +282,9 @@ def export_model(checkpoint, out, log=print, overwrite=False,
 
 
 def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
-                       fixed_length=False, **fields):
+                       fixed_length=False,
+                       max_input_chars=limits_lib.MAX_INPUT_CHARS,
+                       max_batch_chars=limits_lib.MAX_BATCH_CHARS, **fields):
     """Writes the SavedModel of a task model trained in Python (for example
     with `model.fit` in a notebook): the same signatures, warm-up records
     and `models.config` as `bert-tf export` of a fine-tuning run.
@@ -292,7 +294,8 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
         out: `export/NAME/VERSION`.
         kind: its task kind (`classification`, `span_qa`, ...).
         vocab: the `Vocab` it was trained with.
-        log, overwrite, fixed_length: as in `export_model`.
+        log, overwrite, fixed_length, max_input_chars, max_batch_chars: as
+            in `export_model`.
         **fields: the kind's config fields the serving graph reads, e.g.
             `labels` and `seq_length` for a classifier.
 
@@ -318,6 +321,7 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
         TensorShape([1])
     """
     out = _check_out(out, overwrite, log)
+    limits_lib.check_limits(max_input_chars, max_batch_chars)
     fields.setdefault("name", "python")
     fields.setdefault("lower_case", not vocab.is_cased)
     spec = tasks.get_config_class(kind)(
@@ -326,8 +330,8 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
     task = tasks.get_kind(kind)(spec)
     return _write_export(
         out, {**config_lib.to_dict(spec), "precision": "fp32",
-              "max_input_chars": limits_lib.MAX_INPUT_CHARS,
-              "max_batch_chars": limits_lib.MAX_BATCH_CHARS}, vocab, model,
+              "max_input_chars": max_input_chars,
+              "max_batch_chars": max_batch_chars}, vocab, model,
         log, lambda saved: task.serving_module(model, saved, fixed_length))
 
 

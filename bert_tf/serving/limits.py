@@ -53,16 +53,18 @@ def text_checks(value, name, max_input_chars, max_batch_chars):
     chars = tf.reshape(tf.strings.length(value, unit="UTF8_CHAR"), [-1])
     longest = tf.reduce_max(tf.concat([[0], chars], 0))
     total = tf.reduce_sum(chars)
-    return [
-        tf.debugging.Assert(longest <= max_input_chars, [tf.strings.format(
-            f"`{name}` holds a text of {{}} characters, over the limit of "
-            f"{max_input_chars} per text set by `bert-tf export "
-            "--max-input-chars`", [longest])]),
-        tf.debugging.Assert(total <= max_batch_chars, [tf.strings.format(
-            f"`{name}` holds {{}} characters in one request, over the limit "
-            f"of {max_batch_chars} set by `bert-tf export --max-batch-chars`"
-            " (send fewer texts per request)", [total])]),
-    ]
+    per_text = tf.strings.format(
+        f"`{name}` holds a text of {{}} characters, over the limit of "
+        f"{max_input_chars} per text set by `bert-tf export "
+        "--max-input-chars`", [longest])
+    per_request = tf.strings.format(
+        f"`{name}` holds {{}} characters in one request, over the limit of "
+        f"{max_batch_chars} set by `bert-tf export --max-batch-chars` (send "
+        "fewer texts per request)", [total])
+    # A text over its own limit is reported as that, not as the batch.
+    return [tf.debugging.Assert(longest <= max_input_chars, [per_text]),
+            tf.debugging.Assert((total <= max_batch_chars) |
+                                (longest > max_input_chars), [per_request])]
 
 
 def limited(function, max_input_chars, max_batch_chars):
