@@ -52,13 +52,29 @@ def real_text(words):
     return " ".join(pool * whole + pool[:rest])
 
 
-def request(kind, words):
+def export_limits(model):
+    info = json.loads((Path(model) / "assets.extra" / "bert_tf.json")
+                      .read_text())
+    return info["max_input_chars"], info["max_batch_chars"]
+
+
+def request(kind, words, model=None):
+    """The request of a row: `words` words, or (`limit`) one text of the
+    export's most characters, or (`batch-limit`) as many such texts as a
+    request may hold."""
     import tensorflow as tf
 
-    text = tf.constant([real_text(words)])
+    if str(words).isdigit():
+        texts = [real_text(int(words))]
+    else:
+        per_text, per_request = export_limits(model)
+        text = real_text(per_text // 4)[:per_text]
+        texts = [text] * (per_request // per_text if words == "batch-limit"
+                          else 1)
     if kind == "qa":
-        return {"question": tf.constant([QUESTION]), "context": text}
-    return {"text": text}
+        return {"question": tf.constant([QUESTION] * len(texts)),
+                "context": tf.constant(texts)}
+    return {"text": tf.constant(texts)}
 
 
 def one(kind, model, words):
@@ -69,12 +85,16 @@ def one(kind, model, words):
 
     serve = load_exported(model).signatures["serving_default"]
     serve(**request(kind, WARM_WORDS))
+    words = int(words) if words.isdigit() else words
     rss, _ = memory_mb()
     reset_peak()
-    row = {"kind": kind, "words": words, "warm_rss_mb": round(rss)}
+    inputs = request(kind, words, model)
+    text = inputs["context" if kind == "qa" else "text"]
+    row = {"kind": kind, "words": words, "warm_rss_mb": round(rss),
+           "chars": int(tf.reduce_sum(tf.strings.length(text, "UTF8_CHAR")))}
     start = time.perf_counter()
     try:
-        out = serve(**request(kind, words))
+        out = serve(**inputs)
         row["answered"] = (out["answer"][0].numpy().decode()[:40]
                            if kind == "qa" else int(out["count"][0]))
     except tf.errors.InvalidArgumentError as error:
@@ -92,15 +112,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--qa", default="demo_out/export/wnut_qa/1")
     parser.add_argument("--ner", default="demo_out/export/wnut_ner/1")
-    parser.add_argument("--words", type=int, nargs="+",
-                        default=[1000, 20000, 100000, 600000])
+    parser.add_argument("--words", nargs="+",
+                        default=["1000", "20000", "100000", "600000"],
+                        help="words per row; `limit`: one text of the "
+                        "export's --max-input-chars, `batch-limit`: a "
+                        "request of its --max-batch-chars")
     parser.add_argument("--one", choices=["qa", "ner"])
     parser.add_argument("--model")
     args = parser.parse_args()
     if args.one:
         return one(args.one, args.model, args.words[0])
-    print(f"{'export':<8}{'words':>9}{'seconds':>9}{'peak rise MB':>14}"
-          f"{'warm RSS MB':>13}  result")
+    print(f"{'export':<8}{'words':>12}{'characters':>12}{'seconds':>9}"
+          f"{'peak rise MB':>14}{'warm RSS MB':>13}  result")
     for kind, model in (("qa", args.qa), ("ner", args.ner)):
         for words in args.words:
             child = subprocess.run(
@@ -109,13 +132,13 @@ def main():
             lines = [line for line in child.stdout.splitlines()
                      if line.startswith("{")]
             if child.returncode or not lines:
-                print(f"{kind:<8}{words:>9}  process died (exit "
+                print(f"{kind:<8}{words:>12}  process died (exit "
                       f"{child.returncode}): {child.stderr[-300:]}")
                 continue
             row = json.loads(lines[-1])
             result = (f"answered ({row['answered']!r})" if "answered" in row
                       else f"refused: {row['refused']}")
-            print(f"{kind:<8}{words:>9}{row['seconds']:>9}"
+            print(f"{kind:<8}{words:>12}{row['chars']:>12,}{row['seconds']:>9}"
                   f"{row['peak_rise_mb']:>14}{row['warm_rss_mb']:>13}  "
                   f"{result}; normal request after: "
                   f"{'answered' if row['normal_after'] else 'FAILED'}",

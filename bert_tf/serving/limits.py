@@ -6,8 +6,8 @@ points) before anything else runs, and a request over the limit fails with
 INVALID_ARGUMENT and one line that names the input, the limit and the
 flag that sets it. Under the limit, memory is bounded by the encoder's
 fixed-size steps (`bert_tf.models.chunked`) plus what grows with the text
-itself (its word pieces, windows and logits): about 0.3 KB per character
-for span QA (docs/guides/serving.md has the measured figures).
+itself (its word pieces, windows and logits): about 0.1 KB per character
+(docs/guides/serving.md has the measured figures).
 """
 
 # About 170,000 English words per text; a 100,000-word context (600,000
