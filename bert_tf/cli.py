@@ -151,15 +151,13 @@ def _export(args):
 
 
 def _predict(args):
-    from bert_tf import tasks
-    from bert_tf.serving.export import load_exported
+    from bert_tf.serving.export import print_export_predictions
 
     if str(args.model).endswith(".tflite"):
         from bert_tf.serving.tflite import print_predictions
 
         return print_predictions(args.model, args)
-    tasks.get_export_class(args.export_kind).print_predictions(
-        load_exported(args.model, serving_only=args.own_process), args)
+    print_export_predictions(args.model, args, args.own_process)
 
 
 def _add_kind_flags(predict_parser, argv):

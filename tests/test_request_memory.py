@@ -188,6 +188,18 @@ def test_a_text_over_the_limit_is_refused_in_one_line(exports):
     assert answered["count"].shape == (1,)
 
 
+@pytest.mark.slow
+def test_predict_cli_prints_the_refusal_in_one_line(exports, capsys):
+    from bert_tf import cli
+    code = cli.main(["predict", "--model", exports["qa"], "--question",
+                     "who", "--context", "film " * 250_000])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err, err
+    assert err == ("bert-tf predict: error: `context` holds a text of "
+                   "1250000 characters, over the limit of 1000000 per text"
+                   " set by `bert-tf export --max-input-chars`")
+
+
 def test_limits_must_hold_a_text():
     from bert_tf.serving.limits import check_limits
     with pytest.raises(ValueError, match="--max-input-chars 0: must be"):

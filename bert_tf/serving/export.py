@@ -452,6 +452,16 @@ def load_exported(path, serving_only=False):
     return loaded
 
 
+def print_export_predictions(path, args, serving_only=False):
+    """`bert-tf predict` on an export: its kind prints the answers to
+    `args`; a request the export refuses (over its limits, a malformed
+    input) is a ValueError of the export's one line."""
+    loaded = load_exported(path, serving_only)
+    with limits_lib.refused_as_value_error():
+        tasks.get_export_class(exported_kind(path)).print_predictions(
+            loaded, args)
+
+
 def _check_saved_model(path):
     path = GPath(path)
     if not (path / "saved_model.pb").is_file():

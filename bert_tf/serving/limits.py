@@ -9,6 +9,7 @@ fixed-size steps (`bert_tf.models.chunked`) plus what grows with the text
 itself (its word pieces, windows and logits): about 0.1 KB per character
 (docs/guides/serving.md has the measured figures).
 """
+import contextlib
 
 # About 170,000 English words per text; a 100,000-word context (600,000
 # characters) is answered, a 600,000-word one (3.6 million) refused.
@@ -98,3 +99,35 @@ def limited_signatures(signatures, max_input_chars=MAX_INPUT_CHARS,
     check_limits(max_input_chars, max_batch_chars)
     return {name: limited(function, max_input_chars, max_batch_chars)
             for name, function in signatures.items()}
+
+
+def refusal_line(message):
+    """The one line that says why an export refused a request, from the
+    message of its INVALID_ARGUMENT (which TF wraps in node names and
+    stack-trace lines).
+
+    Examples:
+        >>> refusal_line("Graph execution error:\\n\\nassertion failed: [`text` "
+        ...              "holds 9 characters]\\n\\t [[{{node Assert}}]]")
+        '`text` holds 9 characters'
+    """
+    lines = [line.strip() for line in message.splitlines()]
+    for line in lines:
+        if line.startswith("assertion failed: ["):
+            return line[len("assertion failed: ["):].rstrip("]")
+    told = [line for line in lines if line and not line.startswith((
+        "Graph execution error", "Detected at node", "<stack traces",
+        "[["))]
+    return told[-1] if told else message
+
+
+@contextlib.contextmanager
+def refused_as_value_error():
+    """Turns an export's refusal of a request (INVALID_ARGUMENT) into a
+    ValueError of its one line, for the command line."""
+    import tensorflow as tf
+
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as error:
+        raise ValueError(refusal_line(error.message)) from None
