@@ -85,7 +85,6 @@ def one(kind, model, words):
 
     serve = load_exported(model).signatures["serving_default"]
     serve(**request(kind, WARM_WORDS))
-    words = int(words) if words.isdigit() else words
     rss, _ = memory_mb()
     reset_peak()
     inputs = request(kind, words, model)

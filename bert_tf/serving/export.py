@@ -216,7 +216,7 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
         As `export_model`.
     """
     out = _check_out(out, overwrite, log)
-    limits_lib.check_limits(max_input_chars, max_batch_chars)
+    limits = limits_lib.export_fields(max_input_chars, max_batch_chars)
     precision = precision_lib.resolve(precision, log)
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
@@ -228,9 +228,7 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
         spec = config_lib.to_dict(spec)
     spec = {**spec, "precision": precision,
             **({"int8": int8} if int8 else {}),
-            **({"row_classes": list(rows)} if rows else {}),
-            "max_input_chars": max_input_chars,
-            "max_batch_chars": max_batch_chars}
+            **({"row_classes": list(rows)} if rows else {}), **limits}
     return _write_export(out, spec, vocab, model, log, make_module)
 
 
@@ -321,7 +319,7 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
         TensorShape([1])
     """
     out = _check_out(out, overwrite, log)
-    limits_lib.check_limits(max_input_chars, max_batch_chars)
+    limits = limits_lib.export_fields(max_input_chars, max_batch_chars)
     fields.setdefault("name", "python")
     fields.setdefault("lower_case", not vocab.is_cased)
     spec = tasks.get_config_class(kind)(
@@ -329,9 +327,8 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
         **fields).validate(data=False)
     task = tasks.get_kind(kind)(spec)
     return _write_export(
-        out, {**config_lib.to_dict(spec), "precision": "fp32",
-              "max_input_chars": max_input_chars,
-              "max_batch_chars": max_batch_chars}, vocab, model,
+        out, {**config_lib.to_dict(spec), "precision": "fp32", **limits},
+        vocab, model,
         log, lambda saved: task.serving_module(model, saved, fixed_length))
 
 

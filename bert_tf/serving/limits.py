@@ -18,6 +18,14 @@ MAX_INPUT_CHARS = 1_000_000
 MAX_BATCH_CHARS = 4_000_000
 
 
+def export_fields(max_input_chars, max_batch_chars):
+    """The limits as an export records them in `bert_tf.json`, checked
+    (`check_limits`) before anything is built."""
+    check_limits(max_input_chars, max_batch_chars)
+    return {"max_input_chars": max_input_chars,
+            "max_batch_chars": max_batch_chars}
+
+
 def check_limits(max_input_chars, max_batch_chars):
     """Raises a ValueError naming the flag of a limit that is not a
     positive number, or a batch limit below the per-text one."""
@@ -93,10 +101,9 @@ def limited(function, max_input_chars, max_batch_chars):
     return tf.function(checked, input_signature=specs)
 
 
-def limited_signatures(signatures, max_input_chars=MAX_INPUT_CHARS,
-                       max_batch_chars=MAX_BATCH_CHARS):
-    """{name: `limited` function} of a module's signatures."""
-    check_limits(max_input_chars, max_batch_chars)
+def limited_signatures(signatures, max_input_chars, max_batch_chars):
+    """{name: `limited` function} of a module's signatures (the limits as
+    `export_fields` checked them)."""
     return {name: limited(function, max_input_chars, max_batch_chars)
             for name, function in signatures.items()}
 
