@@ -49,6 +49,26 @@ def test_tflite_answers_like_the_saved_model(saved_and_tflite):
 
 
 @pytest.mark.slow
+def test_a_tflite_file_records_its_kind_and_older_files_still_load(
+        saved_and_tflite, tmp_path):
+    """The kind is read from the file's `bert_tf` metadata; a file written
+    before (no metadata) is told by its outputs, through the registry."""
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    from bert_tf.serving.tflite import TFLiteModel, read_metadata
+    _, files, _ = saved_and_tflite
+    path = files["none"]["path"]
+    assert read_metadata(path) == {"kind": "classification"}
+    model = flatbuffer_utils.read_model(str(path))
+    model.metadata = [m for m in model.metadata if m.name != b"bert_tf"]
+    legacy = tmp_path / "legacy.tflite"
+    flatbuffer_utils.write_model(model, str(legacy))
+    assert read_metadata(legacy) == {}
+    assert TFLiteModel(legacy).kind == "classification"
+    assert TFLiteClassifier(legacy)(["dull"])["probabilities"].shape == (1, 2)
+
+
+@pytest.mark.slow
 def test_tflite_takes_hostile_strings(saved_and_tflite):
     loaded, files, _ = saved_and_tflite
     for report in files.values():

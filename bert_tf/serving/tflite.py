@@ -1,8 +1,8 @@
 """TFLite / LiteRT export of fine-tuned task models: raw strings in,
 tokenization inside the model, the SavedModel's outputs out. This module
-holds the classifier's graph, the conversion and the runner; the other
-kinds' graphs live in their folders (`bert_tf/tasks/<kind>/tflite.py`:
-span QA, tagging, multiple choice, embeddings).
+holds the conversion, the writer and the runner; each kind's graph lives in
+its folder (`bert_tf/tasks/<kind>/tflite.py`), found through the kind's
+`build_tflite`. A file records its kind in its `bert_tf` metadata.
 
 Each graph is its kind's serving graph with the pieces TFLite builtins
 cannot run replaced by pieces they can:
@@ -25,9 +25,10 @@ if installed, else `tf.lite`), or on a device with the tf-text custom ops
 registered (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`).
 """
 
-import importlib
+import json
 import shutil
 import tempfile
+import warnings
 
 import numpy as np
 import tensorflow as tf
@@ -35,59 +36,10 @@ import tensorflow as tf
 from bert_tf import tasks
 from bert_tf.safe_io import check_writable, guarded_write
 from bert_tf.storage import GPath
-from bert_tf.tasks.base import same_batch
-from bert_tf.text.packer import pack_dense
-from bert_tf.text.tokenizer import BertTokenizer
 
 QUANTIZATIONS = ("none", "dynamic_int8")
-# The TFLite graph of each fine-tuned kind (classification's is below).
-TASK_MODULES = {
-    "classification": "bert_tf.serving.tflite:TFLiteModule",
-    "multiple_choice": "bert_tf.tasks.multiple_choice.tflite:"
-                       "ChoiceTFLiteModule",
-    "span_qa": "bert_tf.tasks.span_qa.tflite:QATFLiteModule",
-    "tagging": "bert_tf.tasks.tagging.tflite:TaggingTFLiteModule",
-}
-
-
-class TFLiteModule(tf.Module):
-    """The classifier graph TFLite converts (module docstring).
-
-    `serving_default(text[, text_b])` -> `probabilities` [B, K] and
-    `label` [B] (class names), or `score` [B] for regression.
-    """
-
-    def __init__(self, model, spec, vocab):
-        super().__init__(name="bert_classifier_tflite")
-        if spec.long_document:
-            raise ValueError(
-                "This classifier reads long documents in windows "
-                "(task.long_document); its TFLite export is not built yet, "
-                "and a TFLite file that cut documents short would answer "
-                "wrongly. Export a SavedModel: bert-tf export --checkpoint "
-                "RUN --out DIR.")
-        self.model_variables = [v.value for v in model.variables]
-        tokenizer = BertTokenizer(vocab, spec.lower_case).fused()
-        length, labels = spec.seq_length, list(spec.labels)
-        label_names = tf.constant(labels or [""])
-
-        def serve(text, text_b=None):
-            texts = [text] if text_b is None else list(
-                same_batch(text, text_b, "text", "text_b"))
-            inputs = pack_dense([tokenizer.tokenize(t) for t in texts],
-                                length, vocab.cls_id, vocab.sep_id,
-                                vocab.pad_id)
-            logits = tf.cast(model(inputs, training=False), tf.float32)
-            if not labels:
-                return {"score": logits[:, 0]}
-            return {"probabilities": tf.nn.softmax(logits),
-                    "label": tf.gather(label_names,
-                                       tf.argmax(logits, axis=-1))}
-
-        specs = [tf.TensorSpec([None], tf.string, name="text")]
-        if spec.pair:
-            specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
-        self.serve = tf.function(serve, input_signature=specs)
+# The metadata entry of a .tflite file that records what wrote it.
+METADATA_NAME = "bert_tf"
 
 
 def convert(module, quantize="none"):
@@ -112,80 +64,94 @@ def convert(module, quantize="none"):
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def tflite_kinds():
+    """The kinds that have a TFLite graph, from the registry."""
+    return [kind for kind in tasks.available_kinds()
+            if tasks.get_kind(kind).has_tflite()]
+
+
 def export_tflite(checkpoint, out, quantize="none", log=print,
-                  overwrite=False):
-    """Writes the TFLite file of a fine-tuned classifier.
+                  overwrite=False, kind=None, **options):
+    """Writes the TFLite file of a fine-tuned model, or of an export-only
+    kind of a pre-trained checkpoint (`kind="embeddings"`).
 
     Args:
-        checkpoint: a `bert-tf finetune` model_dir (or its best/) of a
-            classification task.
+        checkpoint: a `bert-tf finetune` model_dir (or its best/) of a kind
+            with a TFLite graph; with `kind`, a pre-trained checkpoint
+            (`hf:PATH`, `tf1:PATH`, `garden:PATH` or a bert_tf checkpoint
+            directory).
         out: the `.tflite` file to write.
         quantize: `none` (fp32) or `dynamic_int8` (int8 weights, float
             activations).
         log, overwrite: as in `bert_tf.serving.export.export_model`.
+        kind: None (the run's own kind) or an export-only kind.
+        options: the kind's own TFLite options (its `build_tflite`), e.g.
+            `seq_length` and `normalize` for `embeddings`.
 
     Returns:
-        {"path", "bytes", "custom_ops", "quantize"}.
+        {"path", "bytes", "custom_ops", "quantize", "kind"}.
     """
     out = _check_out(out, overwrite)
-    task, model, vocab, _ = tasks.load_finetuned(checkpoint)
-    if task.kind not in TASK_MODULES:
-        raise ValueError(f"{checkpoint} holds a {task.kind} model: the "
-                         "TFLite export covers the kinds "
-                         f"{', '.join(TASK_MODULES)}; export it as a "
+    if kind is None:
+        with warnings.catch_warnings():  # the kind's own reading warns
+            warnings.simplefilter("ignore", FutureWarning)
+            kind = tasks.read_spec(checkpoint)[1].kind
+    kind_class = tasks.get_kind(kind)
+    if not kind_class.has_tflite():
+        raise ValueError(f"{checkpoint} holds a {kind} model: the TFLite "
+                         f"export covers the kinds "
+                         f"{', '.join(tflite_kinds())}; export it as a "
                          "SavedModel (--format savedmodel).")
-    module_path, _, name = TASK_MODULES[task.kind].partition(":")
-    module = getattr(importlib.import_module(module_path), name)
-    flatbuffer = convert(module(model, task.spec, vocab), quantize)
+    module, what = kind_class.build_tflite(checkpoint, **options)
+    flatbuffer = with_metadata(convert(module, quantize), {"kind": kind})
     custom = _write(out, flatbuffer)
-    what = (f"labels {', '.join(task.spec.labels) or '(regression)'}"
-            if task.kind == "classification" else task.kind)
     log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
         f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "
-        f"{model.count_params():,} parameters; {what}; seq_length "
-        f"{task.spec.seq_length}; custom ops "
-        f"{', '.join(custom) or 'none'}, from tf-text's TFLite registrar; "
-        "no Flex)")
+        f"{kind}: {what}; custom ops {', '.join(custom) or 'none'}, from "
+        "tf-text's TFLite registrar; no Flex)")
     return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
-            "quantize": quantize}
+            "quantize": quantize, "kind": kind}
 
 
 def export_tflite_embeddings(checkpoint, out, quantize="none", log=print,
                              overwrite=False, seq_length=128,
                              normalize=True):
-    """Writes the TFLite file of the `embeddings` kind of a pre-trained
-    encoder: raw strings in, `embedding` [B, H] out, as the SavedModel of
-    `bert-tf export --kind embeddings` gives (texts truncated to
-    `seq_length` pieces; every request runs at that length).
+    """`export_tflite(..., kind="embeddings")`: the sentence embeddings of
+    a pre-trained encoder as one `.tflite` file."""
+    return export_tflite(checkpoint, out, quantize, log, overwrite,
+                         kind="embeddings", seq_length=seq_length,
+                         normalize=normalize)
 
-    Args:
-        checkpoint: `hf:PATH`, `tf1:PATH`, `garden:PATH` or a bert_tf
-            checkpoint directory.
-        out, quantize, log, overwrite: as in `export_tflite`.
-        seq_length, normalize: as in the SavedModel export.
 
-    Returns:
-        {"path", "bytes", "custom_ops", "quantize"}.
-    """
-    from bert_tf import checkpoints
-    from bert_tf.tasks.base import check_lengths
-    from bert_tf.tasks.embeddings.tflite import EmbeddingTFLiteModule
+def with_metadata(flatbuffer, fields):
+    """`flatbuffer` with a `bert_tf` metadata entry holding `fields` as
+    JSON (TFLite keeps named metadata buffers beside the graph)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
 
-    out = _check_out(out, overwrite)
-    pretrained = checkpoints.load_encoder(checkpoint)
-    check_lengths(pretrained.config, seq_length=seq_length)
-    encoder = pretrained.encoder
-    flatbuffer = convert(EmbeddingTFLiteModule(
-        encoder, pretrained.vocab, seq_length, normalize), quantize)
-    custom = _write(out, flatbuffer)
-    log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
-        f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "
-        f"sentence embeddings of {checkpoint} ({encoder.count_params():,} "
-        f"parameters, {pretrained.config.hidden_size} wide, mean-pooled"
-        f"{', L2-normalised' if normalize else ''}); seq_length "
-        f"{seq_length}; custom ops {', '.join(custom) or 'none'}; no Flex)")
-    return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
-            "quantize": quantize}
+    model = flatbuffer_utils.convert_bytearray_to_object(
+        bytearray(flatbuffer))
+    buffer = schema.BufferT()
+    buffer.data = np.frombuffer(json.dumps(fields).encode(), np.uint8)
+    model.buffers.append(buffer)
+    entry = schema.MetadataT()
+    entry.name, entry.buffer = METADATA_NAME, len(model.buffers) - 1
+    model.metadata = (model.metadata or []) + [entry]
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+
+def read_metadata(path):
+    """The `bert_tf` metadata of a TFLite file ({} if it has none: a file
+    written before files recorded their kind)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(GPath(path).read_bytes(), 0)
+    for i in range(model.MetadataLength()):
+        entry = model.Metadata(i)
+        if entry.Name() and entry.Name().decode() == METADATA_NAME:
+            data = model.Buffers(entry.Buffer()).DataAsNumpy()
+            return json.loads(bytes(data).decode())
+    return {}
 
 
 def _check_out(out, overwrite):
@@ -247,7 +213,8 @@ def interpreter(path, num_threads=2):
 
 class TFLiteModel:
     """Runs any exported TFLite file on Python strings with LiteRT: its
-    `kind` (from its outputs) and `__call__(**inputs)` -> NumPy outputs.
+    `kind` (recorded in the file; for files written before that, told by
+    its outputs) and `__call__(**inputs)` -> NumPy outputs.
 
     Examples:
         >>> model = TFLiteModel(example_files.tflite())
@@ -256,11 +223,6 @@ class TFLiteModel:
         >>> model(text=["a gripping film", ""])["probabilities"].shape
         (2, 2)
     """
-
-    # The kind of a file, by the outputs of its `serving_default`.
-    KINDS = {"embedding": "embeddings", "choice": "multiple_choice",
-             "answer": "span_qa", "type": "tagging",
-             "probabilities": "classification", "score": "classification"}
 
     def __init__(self, path, num_threads=2):
         self.path = GPath(path)
@@ -271,8 +233,9 @@ class TFLiteModel:
             "serving_default")
         self.inputs = sorted(self._runner.get_input_details())
         outputs = self._runner.get_output_details()
-        self.kind = next((kind for name, kind in self.KINDS.items()
-                          if name in outputs), None)
+        self.kind = read_metadata(self.path).get("kind") or next(
+            (kind for kind in tflite_kinds()
+             if tasks.get_kind(kind).wrote_tflite_outputs(outputs)), None)
         if self.kind is None:
             raise ValueError(f"{path} was not written by `bert-tf export "
                              f"--format tflite` (outputs {sorted(outputs)}).")
@@ -298,6 +261,10 @@ class TFLiteModel:
         def serving_default(**tensors):
             out = self(**{k: v.numpy().tolist() for k, v in tensors.items()})
             return {k: tf.constant(v) for k, v in out.items()}
+
+        serving_default.structured_input_signature = ((), {
+            name: tf.TensorSpec(None, tf.string, name=name)
+            for name in self.inputs})
 
         return type("LoadedTFLite", (), {
             "signatures": {"serving_default": serving_default}})()
@@ -331,35 +298,14 @@ class TFLiteClassifier(TFLiteModel):
 
 
 def print_predictions(path, args, log=print):
-    """`bert-tf predict --model FILE.tflite`: per text, the label and its
-    probability (classifiers) or the embedding (embeddings); the other
-    kinds print as their SavedModels do."""
-    from bert_tf.tasks.base import command_line_texts
-    from bert_tf.tasks.embeddings.serving import print_embeddings
-
+    """`bert-tf predict --model FILE.tflite`: the file's kind prints its
+    answers as it does for the kind's SavedModel."""
     model = TFLiteModel(path)
-    if model.kind not in ("classification", "embeddings"):
-        return tasks.get_export_class(model.kind).print_predictions(
-            model.as_loaded(), args, log)
-    texts = command_line_texts(args)
-    vectors = []
-    for start in range(0, len(texts), args.batch_size):
-        chunk = texts[start:start + args.batch_size]
-        out = model(text=chunk)
-        if model.kind == "embeddings":
-            vectors.append(out["embedding"])
-            continue
-        for i, text in enumerate(chunk):
-            shown = text if len(text) <= 60 else text[:57] + "..."
-            if "score" in out:
-                log(f"{out['score'][i]:.4f}\t{shown}")
-            else:
-                log(f"{out['label'][i].decode()}\t"
-                    f"{out['probabilities'][i].max():.4f}\t{shown}")
-    if vectors:
-        print_embeddings(texts, np.concatenate(vectors), log)
+    return tasks.get_export_class(model.kind).print_predictions(
+        model.as_loaded(), args, log)
 
 
-__all__ = ["QUANTIZATIONS", "TFLiteClassifier", "TFLiteModel",
-           "TFLiteModule", "convert", "custom_ops", "export_tflite",
-           "export_tflite_embeddings", "interpreter", "print_predictions"]
+__all__ = ["QUANTIZATIONS", "TFLiteClassifier", "TFLiteModel", "convert",
+           "custom_ops", "export_tflite", "export_tflite_embeddings",
+           "interpreter", "print_predictions", "read_metadata",
+           "tflite_kinds", "with_metadata"]

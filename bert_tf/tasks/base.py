@@ -140,6 +140,29 @@ class ExportKind:
         kind's own `predict_arguments`) and prints the answers."""
         raise NotImplementedError
 
+    # --- TFLite ---------------------------------------------------------------
+
+    # The output names of this kind's TFLite `serving_default`: how a file
+    # written before files recorded their kind is recognised.
+    tflite_outputs = ()
+
+    @classmethod
+    def wrote_tflite_outputs(cls, outputs):
+        """True if a TFLite file with these outputs is of this kind."""
+        return any(name in outputs for name in cls.tflite_outputs)
+
+    @classmethod
+    def has_tflite(cls):
+        """True if the kind has a TFLite graph (`build_tflite`)."""
+        return bool(cls.tflite_outputs)
+
+    @classmethod
+    def build_tflite(cls, checkpoint, **options):
+        """(a `tf.Module` whose `serve` TFLite converts, one line saying
+        what it holds) of this kind's TFLite graph of `checkpoint`."""
+        raise ValueError(f"the {cls.kind} kind has no TFLite export yet; "
+                         "export a SavedModel (--format savedmodel).")
+
 
 class Task(ExportKind):
     """One task kind (see the module docstring). Instances hold a spec.
@@ -230,6 +253,31 @@ class Task(ExportKind):
         """A `tf.Module` with `signatures()` and `warmup_requests()`; its
         graph cuts each request to its longest row unless `fixed_length`."""
         raise NotImplementedError
+
+    def tflite_module(self, model, vocab):
+        """The kind's TFLite graph (see `bert_tf/serving/tflite.py`): a
+        `tf.Module` whose `serve` takes raw strings; kinds with one set
+        `tflite_outputs`."""
+        raise NotImplementedError
+
+    def describe_model(self):
+        """What an export report says the model answers (the kind; a
+        classifier names its labels)."""
+        return self.kind
+
+    @classmethod
+    def build_tflite(cls, checkpoint):
+        best, spec = read_spec(checkpoint)
+        if spec.kind != cls.kind:
+            raise ValueError(f"{checkpoint} is a {spec.kind} run, not "
+                             f"{cls.kind}.")
+        if not cls.has_tflite():
+            return ExportKind.build_tflite.__func__(cls, checkpoint)
+        task = cls(spec)
+        model, vocab = restore_finetuned(task, best)
+        return task.tflite_module(model, vocab), (
+            f"{model.count_params():,} parameters; {task.describe_model()}; "
+            f"seq_length {spec.seq_length}")
 
 class TaskModule(tf.Module):
     """Base of the `tf.Module` each task kind exports: it tracks the

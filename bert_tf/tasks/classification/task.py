@@ -84,6 +84,7 @@ class Classification(Task):
 
     kind = "classification"
     config_class = ClassificationConfig
+    tflite_outputs = ("probabilities", "label", "score")
 
     @classmethod
     def load_data(cls, t):
@@ -153,6 +154,18 @@ class Classification(Task):
         return evaluate_task(model, data, task_dataset(
             data, split, self.preprocessor(vocab), batch_size,
             dynamic_length=dynamic_length and not self.spec.long_document))
+
+    @classmethod
+    def wrote_tflite_outputs(cls, outputs):
+        return set(outputs) in ({"probabilities", "label"}, {"score"})
+
+    def tflite_module(self, model, vocab):
+        from bert_tf.tasks.classification.tflite import \
+            ClassifierTFLiteModule
+        return ClassifierTFLiteModule(model, self.spec, vocab)
+
+    def describe_model(self):
+        return f"labels {', '.join(self.spec.labels) or '(regression)'}"
 
     def serving_module(self, model, vocab, fixed_length=False):
         return ClassifierModule(model, self.preprocessor(vocab),

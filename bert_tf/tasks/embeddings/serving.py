@@ -70,6 +70,7 @@ class Embeddings(ExportKind):
     """The `embeddings` export kind, as `bert-tf predict` sees it."""
 
     kind = "embeddings"
+    tflite_outputs = ("embedding",)
 
     @classmethod
     def build_export(cls, checkpoint, fixed_length=False, dtype=None,
@@ -106,6 +107,24 @@ class Embeddings(ExportKind):
         return spec, pretrained.vocab, encoder, (
             lambda vocab: EmbeddingModule(encoder, vocab, spec,
                                           fixed_length))
+
+    @classmethod
+    def build_tflite(cls, checkpoint, seq_length=128, normalize=True):
+        """(module, description) of the TFLite graph of the `embeddings`
+        kind (`EmbeddingTFLiteModule`): texts truncated to `seq_length`
+        pieces, every request run at that length."""
+        from bert_tf.tasks.embeddings.tflite import EmbeddingTFLiteModule
+
+        pretrained = checkpoints.load_encoder(checkpoint)
+        check_lengths(pretrained.config, seq_length=seq_length)
+        encoder = pretrained.encoder
+        return EmbeddingTFLiteModule(
+            encoder, pretrained.vocab, seq_length, normalize), (
+            f"sentence embeddings of {checkpoint} ("
+            f"{encoder.count_params():,} parameters, "
+            f"{pretrained.config.hidden_size} wide, mean-pooled"
+            f"{', L2-normalised' if normalize else ''}); seq_length "
+            f"{seq_length}")
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):

@@ -75,6 +75,7 @@ class MultipleChoice(Task):
 
     kind = "multiple_choice"
     config_class = MultipleChoiceConfig
+    tflite_outputs = ("choice",)
     predict_arguments = (
         (("--context",), {"help": "the context"}),
         (("--choice",), {"action": "append", "default": [],
@@ -166,6 +167,10 @@ class MultipleChoice(Task):
         return {"accuracy": float(np.mean(logits.argmax(-1) == labels)),
                 "loss": float(-np.mean(log_probs[np.arange(len(labels)),
                                                  labels]))}
+
+    def tflite_module(self, model, vocab):
+        from bert_tf.tasks.multiple_choice.tflite import ChoiceTFLiteModule
+        return ChoiceTFLiteModule(model, self.spec, vocab)
 
     def serving_module(self, model, vocab, fixed_length=False):
         return MultipleChoiceModule(model, self.preprocessor(vocab),

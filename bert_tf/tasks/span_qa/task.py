@@ -51,6 +51,7 @@ class SpanQA(Task):
 
     kind = "span_qa"
     config_class = SpanQAConfig
+    tflite_outputs = ("answer",)
     predict_arguments = (
         (("--question",), {"help": "the question"}),
         (("--context",), {"help": "the context, or @FILE to read it"}))
@@ -190,6 +191,10 @@ class SpanQA(Task):
         if not self.spec.version_2 or "best_f1_thresh" not in best_results:
             return {}
         return {"null_threshold": float(best_results["best_f1_thresh"])}
+
+    def tflite_module(self, model, vocab):
+        from bert_tf.tasks.span_qa.tflite import QATFLiteModule
+        return QATFLiteModule(model, self.spec, vocab)
 
     def serving_module(self, model, vocab, fixed_length=False):
         return SpanQAModule(model, self.preprocessor(vocab), self.spec,

@@ -47,6 +47,7 @@ class Tagging(Task):
 
     kind = "tagging"
     config_class = TaggingConfig
+    tflite_outputs = ("type",)
 
     @classmethod
     def load_data(cls, t):
@@ -155,6 +156,10 @@ class Tagging(Task):
                                       labels))
         types = sorted({t[2:] for t in labels if t != "O"})
         return entity_scores(gold, predicted, types)
+
+    def tflite_module(self, model, vocab):
+        from bert_tf.tasks.tagging.tflite import TaggingTFLiteModule
+        return TaggingTFLiteModule(model, self.spec, vocab)
 
     def serving_module(self, model, vocab, fixed_length=False):
         return TaggingModule(model, self.preprocessor(vocab), self.spec,
