@@ -3,8 +3,10 @@
 import argparse
 import os
 import sys
+import warnings
 
 from bert_tf.config_io import CHECKPOINT_SOURCES
+from bert_tf.serving import FORMATS, old_kind_spelling
 from bert_tf.serving.limits import add_limit_arguments
 from bert_tf.serving.precision import add_precision_arguments
 
@@ -139,15 +141,17 @@ def _finetune(args):
 def _export(args):
     from bert_tf.serving import write_export
 
-    write_export(args.format, args.kind, args.checkpoint, args.out,
-                 overwrite=args.overwrite, fixed_length=args.fixed_length,
-                 precision=args.precision, quantize=args.quantize,
-                 calibration=args.calibration,
-                 calibration_texts=args.calibration_texts,
-                 max_input_chars=args.max_input_chars,
-                 max_batch_chars=args.max_batch_chars, seq_length=args.seq_length, normalize=not args.no_normalize,
-                 marker=args.marker, top_k=args.top_k,
-                 max_masks=args.max_masks)
+    options = ("fixed_length", "precision", "quantize", "calibration",
+               "calibration_texts", "max_input_chars", "max_batch_chars",
+               "seq_length", "normalize", "marker", "top_k", "max_masks")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FutureWarning)
+        format, kind = old_kind_spelling(args.format, args.kind)
+    for warning in caught:
+        print(f"bert-tf export: {warning.message}", file=sys.stderr)
+    write_export(format, kind, args.checkpoint, args.out,
+                 overwrite=args.overwrite,
+                 **{name: getattr(args, name) for name in options})
 
 
 def _predict(args):
@@ -158,6 +162,23 @@ def _predict(args):
 
         return print_predictions(args.model, args)
     print_export_predictions(args.model, args, args.own_process)
+
+
+def _add_export_kinds(parser):
+    """`bert-tf export`'s --kind choices and help, from the registry (it
+    imports the kinds, so only when the command is `export`)."""
+    from bert_tf.serving import export_only_kinds
+    from bert_tf.serving.tflite import tflite_kinds
+
+    names = {"export_kinds": ", ".join(export_only_kinds("savedmodel")),
+             "tflite_kinds": ", ".join(tflite_kinds())}
+    parser.export_kind.choices = export_only_kinds("savedmodel") + [
+        "task", "hub"]
+    for action in parser.export_parser._actions:
+        if action.help:
+            action.help = action.help.replace(
+                "{export_kinds}", names["export_kinds"]).replace(
+                "{tflite_kinds}", names["tflite_kinds"])
 
 
 def _add_kind_flags(predict_parser, argv):
@@ -354,57 +375,59 @@ def build_parser():
 
     p = sub.add_parser("export", help="write a fine-tuned model (or a "
                                       "pre-trained encoder's embeddings) as "
-                                      "a SavedModel that takes raw text")
+                                      "a SavedModel, TF Hub pair or TFLite "
+                                      "file that takes raw text")
     p.add_argument("--checkpoint", required=True,
-                   help="task: a `bert-tf finetune` model_dir (or its "
-                        "best/); embeddings, fill_mask, hub: a bert_tf "
-                        "checkpoint directory, or for embeddings and hub "
-                        f"also {'|'.join(CHECKPOINT_SOURCES)}:PATH")
-    p.add_argument("--kind", choices=("task", "embeddings", "fill_mask",
-                                      "hub"),
-                   default="task",
-                   help="task: the fine-tuned task's own signature; "
-                        "embeddings: text -> mean-pooled sentence embedding "
-                        "(serving_default) and per-word hidden states of "
-                        "every layer (word_features); fill_mask: text with "
-                        "mask markers -> top-k tokens per mask (a checkpoint "
-                        "directory with the masked-LM head); hub: TF "
-                        "Hub-format OUT/preprocess and OUT/encoder "
-                        "SavedModels of any checkpoint")
-    p.add_argument("--format", choices=("savedmodel", "tflite"),
-                   default="savedmodel",
-                   help="tflite: a fine-tuned classifier, QA, tagging "
-                        "or multiple-choice model (--kind task) or sentence "
-                        "embeddings (--kind embeddings) as one .tflite file "
-                        "with the tokenizer inside (tf-text's TFLite "
-                        "kernels, no Flex)")
+                   help="a `bert-tf finetune` model_dir (or its best/); "
+                        "with --kind or --format hub, a pre-trained "
+                        "checkpoint: a bert_tf checkpoint directory, or "
+                        f"{'|'.join(CHECKPOINT_SOURCES)}:PATH")
+    p.add_argument("--format", choices=FORMATS, default="savedmodel",
+                   help="savedmodel: TF Serving's format, the run's own "
+                        "signature; hub: TF Hub-format OUT/preprocess and "
+                        "OUT/encoder SavedModels of a pre-trained "
+                        "checkpoint; tflite: one .tflite file with the "
+                        "tokenizer inside (tf-text's TFLite kernels, no "
+                        "Flex) for the kinds {tflite_kinds}")
+    parser.export_kind = p.add_argument(
+        "--kind", metavar="KIND",
+        help="only for a pre-trained checkpoint (no run), one of "
+             "{export_kinds}: embeddings gives text -> mean-pooled "
+             "sentence embedding (serving_default) and per-word hidden "
+             "states of every layer (word_features); fill_mask gives text "
+             "with mask markers -> top-k tokens per mask (a checkpoint "
+             "directory with the masked-LM head). A run exports as its own "
+             "kind. (`--kind task` and `--kind hub` still work, with a "
+             "warning.)")
     add_precision_arguments(p)
     add_limit_arguments(p)
     p.add_argument("--quantize", choices=("none", "dynamic_int8"),
-                   default="none",
-                   help="tflite: fp32 weights, or dynamic-range int8")
+                   help="tflite: fp32 weights (default), or dynamic-range "
+                        "int8")
     p.add_argument("--seq-length", type=int,
                    help="embeddings / fill_mask / hub: truncate texts to "
                         "this many pieces (default 256 / 128 / 128; "
                         "embeddings as tflite: 128)")
-    p.add_argument("--no-normalize", action="store_true",
-                   help="embeddings: do not L2-normalise")
-    p.add_argument("--marker", default="[MASK]",
-                   help="fill_mask: the string that marks a mask")
-    p.add_argument("--top-k", type=int, default=5,
-                   help="fill_mask: tokens returned per mask")
-    p.add_argument("--max-masks", type=int, default=8,
-                   help="fill_mask: masks answered per text")
+    p.add_argument("--no-normalize", dest="normalize", action="store_const",
+                   const=False, help="embeddings: do not L2-normalise")
+    p.add_argument("--marker",
+                   help="fill_mask: the string that marks a mask (default "
+                        "[MASK])")
+    p.add_argument("--top-k", type=int,
+                   help="fill_mask: tokens returned per mask (default 5)")
+    p.add_argument("--max-masks", type=int,
+                   help="fill_mask: masks answered per text (default 8)")
     p.add_argument("--out", required=True,
                    help="export/NAME/VERSION (VERSION a number); hub: a "
                         "new directory; tflite: a .tflite file")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing export")
-    p.add_argument("--fixed-length", action="store_true",
-                   help="run every request at the full sequence length "
-                        "(for XLA or TPU serving; default: each batch at "
-                        "the length of its longest text)")
+    p.add_argument("--fixed-length", action="store_const", const=True,
+                   help="savedmodel: run every request at the full sequence "
+                        "length (for XLA or TPU serving; default: each "
+                        "batch at the length of its longest text)")
     p.set_defaults(func=_export)
+    parser.export_parser = p
 
     p = sub.add_parser("features", help="per-word features of chosen "
                                         "layers for raw text (no "
@@ -462,6 +485,8 @@ def main(argv=None):
     parser = build_parser()
     own_process = argv is None  # not called in-process, where one may train
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if argv[:1] == ["export"]:
+        _add_export_kinds(parser)
     if argv[:1] == ["predict"]:
         try:
             _add_kind_flags(parser.predict_parser, argv[1:])

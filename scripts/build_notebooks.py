@@ -273,7 +273,7 @@ HUB = [
     ("md", """\
 # The TF Hub tutorial, on our TF Hub-format export
 
-`bert-tf export --kind hub` writes a preprocessor and an encoder
+`bert-tf export --format hub` writes a preprocessor and an encoder
 SavedModel in the TF Hub BERT format. This is the shape of TensorFlow's
 "Classify text with BERT" tutorial on them: `hub.KerasLayer` for both, a
 dense head, `fit` (TF Hub's Keras layers run under `tf_keras`, Keras 2), and

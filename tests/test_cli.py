@@ -82,3 +82,48 @@ def test_predict_serves_only_as_its_own_process(monkeypatch, tmp_path):
     monkeypatch.setattr(cli.sys, "argv", ["bert-tf", *argv])
     assert cli.main() == 2
     assert calls == [False, True]
+
+
+def test_export_flags_that_cannot_apply_are_refused_in_one_line(capsys,
+                                                                tmp_path):
+    """Each impossible combination exits 2 with one line naming the flag,
+    where it applies and what this export takes, before any work."""
+    out = str(tmp_path / "m.tflite")
+    cases = [
+        (["--format", "tflite", "--precision", "bf16"],
+         "--precision does not apply to --format tflite; it applies to "
+         "--format savedmodel or --format hub"),
+        (["--quantize", "dynamic_int8"],
+         "--quantize does not apply to --format savedmodel; it applies to "
+         "--format tflite"),
+        (["--format", "hub", "--fixed-length"],
+         "--fixed-length does not apply to --format hub"),
+        (["--format", "tflite", "--max-input-chars", "10"],
+         "--max-input-chars does not apply to --format tflite"),
+        (["--top-k", "3"], "--top-k does not apply to --format savedmodel; "
+                           "it applies to --kind fill_mask"),
+        (["--format", "tflite", "--kind", "fill_mask"],
+         "exports a fine-tuning run (no --kind) or --kind embeddings"),
+        (["--format", "tflite", "--kind", "hub"],
+         "cannot be combined with --format tflite"),
+    ]
+    for flags, message in cases:
+        argv = ["export", "--checkpoint", str(tmp_path / "run"), "--out",
+                out] + flags
+        assert cli.main(argv) == 2, flags
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, (flags, err)
+    assert not (tmp_path / "m.tflite").exists()
+
+
+def test_old_export_kind_spellings_still_work_and_warn(capsys, tmp_path):
+    """`--kind task` is a run's own kind and `--kind hub` is `--format
+    hub`: each says so on stderr, then runs as the new spelling (here to
+    the missing-run error)."""
+    for kind, said in (("task", "--kind task is no longer needed"),
+                       ("hub", "--kind hub is now --format hub")):
+        assert cli.main(["export", "--kind", kind, "--checkpoint",
+                         str(tmp_path / "none"), "--out",
+                         str(tmp_path / "o" / "1")]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err

@@ -120,7 +120,7 @@ def test_bad_setups_fail_before_training(toy_run, tmp_path):
         {"kind": "multiple_choice", "name": "sample:next_sentence"}))
     cfg = distill_config(chooser.parent, toy_dir, tmp_path / "x")
     with pytest.raises(ValueError, match="supports classification, "
-                                         "tagging, span_qa"):
+                                         "span_qa, tagging"):
         distill.run(cfg, log=lambda *a: None)
     # An export of an older bert_tf: no encoder shape recorded.
     old_export = tmp_path / "old_export" / "1"

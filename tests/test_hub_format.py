@@ -244,7 +244,7 @@ def test_cli_exports_minilm_in_hub_format(minilm, minilm_dir, tmp_path,
     from conftest import FIXTURES
 
     out = tmp_path / "minilm_hub"
-    assert cli.main(["export", "--kind", "hub", "--checkpoint",
+    assert cli.main(["export", "--format", "hub", "--checkpoint",
                      f"hf:{minilm_dir}", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"{out / 'preprocess'}: strings" in printed

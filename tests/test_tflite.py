@@ -126,10 +126,11 @@ def test_cli_writes_and_predicts_tflite(saved_and_tflite, tmp_path, capsys):
     assert cli.main(["export", "--format", "tflite", "--checkpoint",
                      str(run_dir), "--out", str(tmp_path / "x.bin")]) == 2
     assert ".tflite" in capsys.readouterr().err
-    assert cli.main(["export", "--format", "tflite", "--kind", "hub",
+    assert cli.main(["export", "--format", "tflite", "--kind", "fill_mask",
                      "--checkpoint", str(run_dir), "--out",
                      str(tmp_path / "y.tflite")]) == 2
-    assert "--kind task" in capsys.readouterr().err
+    assert "a fine-tuning run (no --kind) or --kind embeddings" in \
+        capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
@@ -188,4 +189,5 @@ def test_cli_exports_and_predicts_embeddings_tflite(embedding_files,
     assert "norm 1.000" in printed and "cosine similarity:" in printed
     assert cli.main(["export", "--format", "tflite", "--kind", "hub",
                      "--checkpoint", str(encoder), "--out", str(out)]) == 2
-    assert "--kind task or --kind embeddings" in capsys.readouterr().err
+    assert "cannot be combined with --format tflite" in \
+        capsys.readouterr().err

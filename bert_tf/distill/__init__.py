@@ -23,9 +23,9 @@ import dataclasses
 
 from bert_tf import finetune
 from bert_tf.distill.config import DistillConfig, load, load_dict
-from bert_tf.distill.teacher import (RUN_ONLY, SUPPORTED_KINDS,
-                                     check_same_vocab, student_init,
-                                     student_task, teacher_of)
+from bert_tf.distill.teacher import (RUN_ONLY, check_same_vocab,
+                                     student_init, student_task,
+                                     teacher_of, teaching_kinds)
 from bert_tf.distill.transfer import TransferSet
 from bert_tf.models.distiller import checked_layer_map
 
@@ -59,5 +59,5 @@ def run(cfg, log=print):
     return finetune.run(cfg, log=log, init=init, variant=transfer)
 
 
-__all__ = ["DistillConfig", "SUPPORTED_KINDS", "TransferSet", "load",
-           "load_dict", "run", "teacher_of"]
+__all__ = ["DistillConfig", "TransferSet", "load",
+           "load_dict", "run", "teacher_of", "teaching_kinds"]

@@ -10,15 +10,20 @@ from bert_tf import checkpoints, config as config_lib, finetune
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.serving.export import EXPORT_FIELDS, load_exported
 from bert_tf.storage import GPath
-from bert_tf.tasks import get_task_class, read_spec
+from bert_tf.tasks import fine_tuned_kinds, get_task_class, read_spec
 from bert_tf.tasks.base import (build_encoder, restore_finetuned,
                                 task_config_of)
 from bert_tf.text.vocab import read_vocab
 
-SUPPORTED_KINDS = ("classification", "tagging", "span_qa")
 # Teacher spec fields that are the run's, not the student task's.
 RUN_ONLY = ("seq_length", "lower_case", "dropout", "encoder", "pair",
             "metrics")
+
+
+def teaching_kinds():
+    """The kinds whose runs can teach (their `Task.can_teach`)."""
+    return [kind for kind in fine_tuned_kinds()
+            if get_task_class(kind).can_teach()]
 
 
 def teacher_of(directory):
@@ -30,11 +35,11 @@ def teacher_of(directory):
     exported = (path / "saved_model.pb").is_file()
     best, spec = (None, _export_spec(path)) if exported else \
         read_spec(directory)
-    if spec.kind not in SUPPORTED_KINDS:
+    task = get_task_class(spec.kind)(spec)
+    if not task.can_teach():
         raise ValueError(
             f"teacher {directory} is a {spec.kind} run; distillation "
-            f"supports {', '.join(SUPPORTED_KINDS)} teachers.")
-    task = get_task_class(spec.kind)(spec)
+            f"supports {', '.join(teaching_kinds())} teachers.")
     if exported:
         model, vocab = _restore_export(task, path)
     else:

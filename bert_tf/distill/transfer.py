@@ -8,13 +8,10 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data import documents
-from bert_tf.models.distiller import SPAN_OUTPUTS, TEACHER_KEY, Distiller
-from bert_tf.models.encoder import INPUT_NAMES
-from bert_tf.tasks.span_qa.data import qa_dataset
-from bert_tf.text.features import cut_to_longest
+from bert_tf.models.distiller import (TEACHER_KEY, Distiller,
+                                      stacked_positions)
 
 MASK = "[MASK]"
-UNLABELED_SCORE = float("nan")
 
 
 def replacement_words(vocab_tokens):
@@ -47,12 +44,6 @@ def augmented_texts(texts, copies, rate, words, seed=0):
                  words[rng.integers(len(words))]) if r else token
                 for token, r in zip(tokens, replace)))
     return out
-
-
-def windowed(task):
-    """True for a long-document classifier: a transfer-set row is then a
-    document, whatever its windows, with the teacher's pooled logits."""
-    return bool(getattr(task.spec, "long_document", False))
 
 
 class TransferSet:
@@ -88,37 +79,16 @@ class TransferSet:
 
     def texts(self, task, data):
         """(texts, labels) of the transfer set: the training split, then
-        unlabeled and augmented texts (a text is a (text, text_b) tuple
-        for a pair teacher). Per text a class id, or (tagging) a list of
-        tag ids per word, -1 where unlabeled; span QA: (the training
-        examples, None)."""
+        unlabeled and augmented texts, as the kind reads them
+        (`task.transfer_examples`; unlabeled ones get
+        `task.unlabeled_label`)."""
         if self._texts is not None:
             return self._texts
-        pair = getattr(task.spec, "pair", False)
-        regression = getattr(task.spec, "regression", False)
-        if (task.kind == "span_qa" or pair) and (self.cfg.unlabeled or
-                                                  self.cfg.augment):
+        if task.transfer_reads and (self.cfg.unlabeled or self.cfg.augment):
             raise ValueError(
-                "unlabeled and augment add single texts; a "
-                f"{'pair' if pair else 'span QA'} teacher reads "
-                f"{'text pairs' if pair else 'questions with contexts'}: "
-                "leave both empty for it.")
-        if task.kind == "span_qa":
-            examples = list(data.split("train"))
-            self.counts = {"labeled": len(examples)}
-            self._texts = self._checked(examples, None)
-            return self._texts
-        if task.kind == "tagging":
-            texts, labels = task._examples(data, "train")
-            texts, labels = list(texts), labels.to_list()
-        else:
-            texts, labels = [], []
-            for example in data.split("train").as_numpy_iterator():
-                text = example["text"].decode("utf-8", "replace")
-                texts.append((text, example["text_b"].decode(
-                    "utf-8", "replace")) if pair else text)
-                labels.append(float(example["label"]) if regression
-                              else int(example["label"]))
+                "unlabeled and augment add single texts; "
+                f"{task.transfer_reads}: leave both empty for it.")
+        texts, labels = task.transfer_examples(data)
         extra = self.unlabeled_texts()
         augmented = augmented_texts(
             texts, self.cfg.augment, self.cfg.augment_rate,
@@ -126,11 +96,9 @@ class TransferSet:
             self.cfg.trainer.seed) if self.cfg.augment else []
         self.counts = {"labeled": len(texts), "unlabeled": len(extra),
                        "augmented": len(augmented)}
-        # Unlabeled: -1 (a class id or tag), NaN (a regression score).
-        for more in (extra, augmented):
-            labels += ([[-1] * len(t.split()) for t in more]
-                       if task.kind == "tagging" else
-                       [UNLABELED_SCORE if regression else -1] * len(more))
+        if labels is not None:
+            labels = list(labels) + [task.unlabeled_label(t)
+                                     for t in extra + augmented]
         self._texts = self._checked(texts + extra + augmented, labels)
         return self._texts
 
@@ -140,44 +108,6 @@ class TransferSet:
             raise ValueError("the transfer set is empty: the task's "
                              "training split and `unlabeled` hold no text.")
         return texts, labels
-
-    @staticmethod
-    def _rows(task, preprocessor, texts, labels):
-        """Encoder inputs, labels and weights (None: every row counts) of
-        the training rows of `texts`: a row per text, or per window for
-        tagging and span QA."""
-        if task.kind == "span_qa":
-            batch = next(iter(qa_dataset(texts).batch(len(texts))))
-            features = preprocessor(batch["question"], batch["context"],
-                                    batch["answer_start"],
-                                    batch["answer_end"])
-            x = {k: features[k] for k in INPUT_NAMES}
-            y = tf.stack([features["start_positions"],
-                          features["end_positions"]], -1)
-            return x, y.numpy().astype(np.int64), None
-        if windowed(task):
-            # The rows are documents: their windows are cut per batch, in
-            # `train_dataset`, as the student's own run cuts them.
-            return preprocessor(tf.constant(texts)), np.array(
-                labels, np.int64), None
-        if task.kind != "tagging":
-            pairs = isinstance(texts[0], tuple)
-            x = preprocessor([tf.constant([t[i] for t in texts])
-                              for i in (0, 1)] if pairs
-                             else tf.constant(texts))
-            return x, np.array(labels, np.float32 if isinstance(
-                labels[0], float) else np.int64), None
-        words = tf.ragged.constant(labels, dtype=tf.int32, ragged_rank=1)
-        features = preprocessor(tf.constant(texts), tf.maximum(words, 0))
-        x = {k: features[k] for k in INPUT_NAMES}
-        # Unlabeled words carry -1 at their first piece (soft loss only).
-        unlabeled = tf.gather(tf.constant([-1 if l and l[0] < 0 else 0
-                                           for l in labels]),
-                              features["example_index"])
-        y = tf.where((unlabeled[:, None] < 0) & (features["label_weights"] >
-                                                 0), -1, features["labels"])
-        return x, y.numpy().astype(np.int64), \
-            features["label_weights"].numpy()
 
     def prepare(self, task, data):
         """Runs the teacher once over the transfer set."""
@@ -190,21 +120,16 @@ class TransferSet:
         @tf.function
         def forward(x):
             out = self.teacher(x, training=False)
-            if isinstance(out, dict):
-                out = tf.stack([out[name] for name in SPAN_OUTPUTS], -1)
-            return tf.cast(out, tf.float32)
+            return tf.cast(stacked_positions(self.teacher, out), tf.float32)
 
-        parts = []
-        step = 16 if windowed(task) else {"tagging": 64, "span_qa": 16}.get(
-            task.kind, 256)
+        parts, step = [], task.teacher_batch
         for i in range(0, len(texts), step):
-            x, y, w = self._rows(task, preprocessor, texts[i:i + step],
-                                 None if labels is None else
-                                 labels[i:i + step])
-            inputs = ({"text": np.array(texts[i:i + step], object)}
-                      if windowed(task) else
-                      {k: v.numpy() for k, v in x.items()})
-            parts.append((inputs | {TEACHER_KEY: forward(x).numpy()}, y, w))
+            chunk = texts[i:i + step]
+            x, y, w = task.transfer_rows(
+                preprocessor, chunk,
+                None if labels is None else labels[i:i + step])
+            parts.append((task.transfer_inputs(chunk, x) | {
+                TEACHER_KEY: forward(x).numpy()}, y, w))
         x = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
         y = np.concatenate([p[1] for p in parts])
         w = None if parts[0][2] is None else np.concatenate(
@@ -229,16 +154,9 @@ class TransferSet:
                                   reshuffle_each_iteration=True).repeat()
         dataset = dataset.batch(batch_size,
                                 drop_remainder=self.cfg.strategy == "tpu")
-        if windowed(task):
-            preprocessor = task.preprocessor(vocab)
-            return dataset.map(lambda x, y: (preprocessor(x["text"]) | {
-                TEACHER_KEY: x[TEACHER_KEY]}, y)).prefetch(tf.data.AUTOTUNE)
-        # Per-token rows (tagging, span QA) keep their length: their
-        # labels and teacher logits are per position.
-        if self.cfg.dynamic_length and self.cfg.strategy != "tpu" and \
-                task.kind == "classification":
-            dataset = dataset.map(lambda x, y: (cut_to_longest(x), y))
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return task.transfer_batches(
+            dataset, vocab, self.cfg.dynamic_length and
+            self.cfg.strategy != "tpu").prefetch(tf.data.AUTOTUNE)
 
     def wrap(self, model):
         cfg = self.cfg
@@ -253,7 +171,5 @@ class TransferSet:
                      f"{distiller.layer_map} (hidden x{cfg.hidden_weight:g}"
                      f", attention x{cfg.attention_weight:g}"
                      f"{', projected' if distiller.projection else ''})")
-        scores = getattr(self.task.spec, "regression", False)
-        distiller.compile(metrics=None if self.task.kind == "span_qa" or
-                          scores else ["accuracy"])
+        distiller.compile(metrics=self.task.distill_metrics())
         return distiller

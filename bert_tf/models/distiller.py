@@ -34,7 +34,6 @@ from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import INPUT_NAMES, select_inputs
 
 TEACHER_KEY = "teacher_logits"
-SPAN_OUTPUTS = ("start_logits", "end_logits")
 PROJECTION_ROOT = "distill_projection"
 _MASKED = -1e9
 
@@ -80,35 +79,47 @@ def distillation_loss(labels, student_logits, teacher_logits, temperature,
     return alpha * hard + (1.0 - alpha) * soft
 
 
-def span_distillation_loss(labels, student, teacher_logits, input_mask,
-                           temperature, alpha):
-    """The mean of `distillation_loss` over the start and the end
-    distributions of span QA windows, each over the window's real tokens.
+def position_distillation_loss(labels, student, teacher_logits, input_mask,
+                               temperature, alpha, names):
+    """The mean of `distillation_loss` over several distributions over a
+    window's positions (span QA's start and end), each over the window's
+    real tokens.
 
     Args:
-        labels: int [W, 2], the start and end positions (0, `[CLS]`: no
-            answer in the window; < 0: unlabeled).
-        student: {"start_logits", "end_logits"}: [W, L] each.
-        teacher_logits: [W, L, 2], start and end stacked.
+        labels: int [W, N], a position per distribution (< 0: unlabeled).
+        student: {name: [W, L]} for each of `names`.
+        teacher_logits: [W, L, N], the distributions stacked in the order
+            of `names`.
         input_mask: [W, L], 1 for real tokens.
+        names: the student's outputs, in stacking order.
 
     Examples:
         >>> import numpy as np
         >>> t = np.zeros((1, 3, 2), "float32"); t[0, 1] = 4.0
         >>> s = {"start_logits": t[..., 0], "end_logits": t[..., 1]}
-        >>> round(float(span_distillation_loss(np.array([[1, 1]]), s, t,
-        ...     np.array([[1, 1, 0]]), 2.0, 0.0)), 4)  # they agree
+        >>> round(float(position_distillation_loss(np.array([[1, 1]]), s, t,
+        ...     np.array([[1, 1, 0]]), 2.0, 0.0,
+        ...     ("start_logits", "end_logits"))), 4)  # they agree
         0.0
     """
     outside = (1.0 - tf.cast(input_mask, tf.float32)) * _MASKED
     labels = tf.cast(labels, tf.int64)
     total = 0.0
-    for i, name in enumerate(SPAN_OUTPUTS):
+    for i, name in enumerate(names):
         total += distillation_loss(
             labels[:, i], tf.cast(student[name], tf.float32) + outside,
             tf.cast(teacher_logits[..., i], tf.float32) + outside,
             temperature, alpha)
-    return total / 2.0
+    return total / len(names)
+
+
+def stacked_positions(model, outputs):
+    """A model's outputs as one tensor: a dict of distributions over
+    positions (`model.POSITION_OUTPUTS`) stacked on a last axis; logits
+    as they are."""
+    if not isinstance(outputs, dict):
+        return outputs
+    return tf.stack([outputs[name] for name in model.POSITION_OUTPUTS], -1)
 
 
 def score_distillation_loss(labels, student, teacher, alpha):
@@ -307,9 +318,7 @@ class Distiller(CheckpointLayout, keras.Model):
                              "distiller has no teacher to compute them.")
         out = (self.teacher.head_on(states, x) if states else
                self.teacher(select_inputs(x, INPUT_NAMES), training=False))
-        if isinstance(out, dict):
-            out = tf.stack([out[name] for name in SPAN_OUTPUTS], -1)
-        return tf.stop_gradient(out)
+        return tf.stop_gradient(stacked_positions(self.teacher, out))
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
                      training=True):
@@ -320,8 +329,9 @@ class Distiller(CheckpointLayout, keras.Model):
                 tf.stop_gradient, self.teacher.encoder(x, training=False))
         logits = self.teacher_logits(x, teacher_states)
         if isinstance(y_pred, dict):
-            loss = span_distillation_loss(y, y_pred, logits, x["input_mask"],
-                                          self.temperature, self.alpha)
+            loss = position_distillation_loss(
+                y, y_pred, logits, x["input_mask"], self.temperature,
+                self.alpha, self.student.POSITION_OUTPUTS)
         elif y_pred.shape[-1] == 1:  # a regression score
             loss = score_distillation_loss(y, y_pred, logits, self.alpha)
         else:

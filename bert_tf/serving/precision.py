@@ -60,16 +60,16 @@ def branch_by_rows(model, precision):
 def add_precision_arguments(parser):
     """`bert-tf export`'s flags of precision and int8 calibration."""
     parser.add_argument(
-        "--precision", choices=PRECISIONS, default="fp32",
-        help="savedmodel/hub: fp32; bf16 (bf16 weights; norms, softmax, "
+        "--precision", choices=PRECISIONS,
+        help="savedmodel/hub: fp32 (default); bf16 (bf16 weights; norms, softmax, "
              "outputs fp32; fast with AVX512_BF16/AMX, emulated elsewhere); "
              "int8 (int8 encoder matmuls on VNNI/AMX-INT8; results change "
              "slightly); auto (bf16 where this CPU has it, never int8)")
     parser.add_argument(
-        "--calibration", type=int, default=CALIBRATION_EXAMPLES,
-        metavar="N", help="int8 of a run: smooth the outlier channels its "
-                          "matmuls see on N of its training examples (0: "
-                          "none)")
+        "--calibration", type=int, metavar="N",
+        help="int8 of a run: smooth the outlier channels its matmuls see "
+             f"on N of its training examples (default {CALIBRATION_EXAMPLES}"
+             "; 0: none)")
     parser.add_argument("--calibration-texts", metavar="FILE",
                         help="int8: calibrate on these texts (one per line)")
 

@@ -30,6 +30,7 @@ from bert_tf import config as config_lib
 from bert_tf.config_io import join_key
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
+from bert_tf.tasks.distillation import TransferHooks
 from bert_tf.tasks.task_config import read_task_config
 from bert_tf.text.features import bucket_lengths
 from bert_tf.text.vocab import read_vocab
@@ -164,7 +165,7 @@ class ExportKind:
                          "export a SavedModel (--format savedmodel).")
 
 
-class Task(ExportKind):
+class Task(TransferHooks, ExportKind):
     """One task kind (see the module docstring). Instances hold a spec.
 
     Class attributes:

@@ -155,6 +155,59 @@ class Classification(Task):
             data, split, self.preprocessor(vocab), batch_size,
             dynamic_length=dynamic_length and not self.spec.long_document))
 
+    # --- distillation (`bert_tf.distill`): a row per text or document ----
+
+    @property
+    def transfer_reads(self):
+        return ("a pair teacher reads text pairs" if self.spec.pair
+                else None)
+
+    @property
+    def teacher_batch(self):
+        return 16 if self.spec.long_document else 256
+
+    def transfer_examples(self, data):
+        texts, labels = [], []
+        for example in data.split("train").as_numpy_iterator():
+            text = example["text"].decode("utf-8", "replace")
+            texts.append((text, example["text_b"].decode(
+                "utf-8", "replace")) if self.spec.pair else text)
+            labels.append(float(example["label"]) if self.spec.regression
+                          else int(example["label"]))
+        return texts, labels
+
+    def unlabeled_label(self, text):
+        return float("nan") if self.spec.regression else -1
+
+    def transfer_rows(self, preprocessor, texts, labels):
+        if self.spec.long_document:
+            # The rows are documents: their windows are cut per batch, in
+            # `transfer_batches`, as the student's own run cuts them.
+            return preprocessor(tf.constant(texts)), np.array(
+                labels, np.int64), None
+        pairs = isinstance(texts[0], tuple)
+        x = preprocessor([tf.constant([t[i] for t in texts])
+                          for i in (0, 1)] if pairs else tf.constant(texts))
+        return x, np.array(labels, np.float32 if isinstance(
+            labels[0], float) else np.int64), None
+
+    def transfer_inputs(self, texts, rows):
+        if self.spec.long_document:
+            return {"text": np.array(texts, object)}
+        return super().transfer_inputs(texts, rows)
+
+    def transfer_batches(self, dataset, vocab, dynamic_length):
+        if self.spec.long_document:
+            preprocessor = self.preprocessor(vocab)
+            return dataset.map(lambda x, y: (preprocessor(x["text"]) | {
+                k: v for k, v in x.items() if k != "text"}, y))
+        if dynamic_length:
+            return dataset.map(lambda x, y: (cut_to_longest(x), y))
+        return dataset
+
+    def distill_metrics(self):
+        return None if self.spec.regression else ["accuracy"]
+
     @classmethod
     def wrote_tflite_outputs(cls, outputs):
         return set(outputs) in ({"probabilities", "label"}, {"score"})

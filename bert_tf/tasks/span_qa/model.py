@@ -85,6 +85,9 @@ class BertSpanLabeler(TaskModel):
     """
 
     CHECKPOINT_ROOT = "span_labeler"
+    # Its distributions over positions, in the order a `Distiller` stacks
+    # them (the last axis of the teacher's logits and of the labels).
+    POSITION_OUTPUTS = ("start_logits", "end_logits")
 
     def __init__(self, encoder, **kwargs):
         self._build(encoder, SpanHead(**self._head_args(encoder)),

@@ -192,6 +192,26 @@ class SpanQA(Task):
             return {}
         return {"null_threshold": float(best_results["best_f1_thresh"])}
 
+    # --- distillation (`bert_tf.distill`): a row per window ------------
+
+    transfer_reads = "a span QA teacher reads questions with contexts"
+    teacher_batch = 16
+
+    def transfer_examples(self, data):
+        return list(data.split("train")), None
+
+    def transfer_rows(self, preprocessor, texts, labels):
+        batch = next(iter(qa_dataset(texts).batch(len(texts))))
+        features = preprocessor(batch["question"], batch["context"],
+                                batch["answer_start"], batch["answer_end"])
+        x = {k: features[k] for k in INPUT_NAMES}
+        y = tf.stack([features["start_positions"],
+                      features["end_positions"]], -1)
+        return x, y.numpy().astype(np.int64), None
+
+    def distill_metrics(self):
+        return None
+
     def tflite_module(self, model, vocab):
         from bert_tf.tasks.span_qa.tflite import QATFLiteModule
         return QATFLiteModule(model, self.spec, vocab)

@@ -157,6 +157,30 @@ class Tagging(Task):
         types = sorted({t[2:] for t in labels if t != "O"})
         return entity_scores(gold, predicted, types)
 
+    # --- distillation (`bert_tf.distill`): a row per window ------------
+
+    teacher_batch = 64
+
+    def transfer_examples(self, data):
+        texts, labels = self._examples(data, "train")
+        return list(texts), labels.to_list()
+
+    def unlabeled_label(self, text):
+        return [-1] * len(text.split())
+
+    def transfer_rows(self, preprocessor, texts, labels):
+        words = tf.ragged.constant(labels, dtype=tf.int32, ragged_rank=1)
+        features = preprocessor(tf.constant(texts), tf.maximum(words, 0))
+        x = {k: features[k] for k in INPUT_NAMES}
+        # Unlabeled words carry -1 at their first piece (soft loss only).
+        unlabeled = tf.gather(tf.constant([-1 if l and l[0] < 0 else 0
+                                           for l in labels]),
+                              features["example_index"])
+        y = tf.where((unlabeled[:, None] < 0) & (features["label_weights"] >
+                                                 0), -1, features["labels"])
+        return x, y.numpy().astype(np.int64), \
+            features["label_weights"].numpy()
+
     def tflite_module(self, model, vocab):
         from bert_tf.tasks.tagging.tflite import TaggingTFLiteModule
         return TaggingTFLiteModule(model, self.spec, vocab)
