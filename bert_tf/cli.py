@@ -165,20 +165,17 @@ def _predict(args):
 
 
 def _add_export_kinds(parser):
-    """`bert-tf export`'s --kind choices and help, from the registry (it
-    imports the kinds, so only when the command is `export`)."""
+    """`bert-tf export --help`'s kinds, from the registry (which imports
+    the kinds: only for the help; `write_export` checks a --kind given)."""
     from bert_tf.serving import export_only_kinds
     from bert_tf.serving.tflite import tflite_kinds
 
-    names = {"export_kinds": ", ".join(export_only_kinds("savedmodel")),
-             "tflite_kinds": ", ".join(tflite_kinds())}
-    parser.export_kind.choices = export_only_kinds("savedmodel") + [
-        "task", "hub"]
+    names = {"{export_kinds}": ", ".join(export_only_kinds("savedmodel")),
+             "{tflite_kinds}": ", ".join(tflite_kinds())}
     for action in parser.export_parser._actions:
-        if action.help:
-            action.help = action.help.replace(
-                "{export_kinds}", names["export_kinds"]).replace(
-                "{tflite_kinds}", names["tflite_kinds"])
+        for placeholder, value in names.items():
+            if action.help and placeholder in action.help:
+                action.help = action.help.replace(placeholder, value)
 
 
 def _add_kind_flags(predict_parser, argv):
@@ -485,7 +482,7 @@ def main(argv=None):
     parser = build_parser()
     own_process = argv is None  # not called in-process, where one may train
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    if argv[:1] == ["export"]:
+    if argv[:1] == ["export"] and {"-h", "--help"} & set(argv):
         _add_export_kinds(parser)
     if argv[:1] == ["predict"]:
         try:

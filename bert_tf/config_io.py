@@ -52,22 +52,22 @@ def join_key(prefix, key):
 
 
 
-def _coerce(value, kind, key):
+def _coerce(value, expected, key):
     """Checks one scalar against its annotated type (ints are valid floats)."""
-    if kind is float and isinstance(value, int) and not isinstance(
+    if expected is float and isinstance(value, int) and not isinstance(
             value, bool):
         return float(value)
-    if kind is float and isinstance(value, str):
+    if expected is float and isinstance(value, str):
         try:  # YAML 1.1 reads `1e-12` (no dot) as a string.
             return float(value)
         except ValueError:
             pass
-    if kind in (int, float, str, bool):
-        if isinstance(value, kind) and not (kind is int and
+    if expected in (int, float, str, bool):
+        if isinstance(value, expected) and not (expected is int and
                                             isinstance(value, bool)):
             return value
         raise ValueError(
-            f"{key} = {value!r}: expected {kind.__name__}, got "
+            f"{key} = {value!r}: expected {expected.__name__}, got "
             f"{type(value).__name__}.")
     return value
 
@@ -112,12 +112,12 @@ def from_dict(cls, data, where=""):
             f"{', '.join(names)}.")
     kwargs = {}
     for key, value in data.items():
-        kind = hints[key]
+        field_type = hints[key]
         path = join_key(where, key)
-        if dataclasses.is_dataclass(kind):
-            kwargs[key] = from_dict(kind, value, path)
+        if dataclasses.is_dataclass(field_type):
+            kwargs[key] = from_dict(field_type, value, path)
         else:
-            kwargs[key] = _coerce(value, kind, path)
+            kwargs[key] = _coerce(value, field_type, path)
     return cls(**kwargs)
 
 

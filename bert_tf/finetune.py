@@ -53,11 +53,11 @@ def resolve_init(cfg):
         >>> init.description, init.encoder.num_layers
         ('random init', 2)
     """
-    spec = cfg.init
-    source, _, rest = spec.partition(":")
+    init = cfg.init
+    source, _, rest = init.partition(":")
     rest = str(GPath(rest).expanduser()) if rest else rest
     vocab = GPath(cfg.vocab).expanduser() if cfg.vocab else None
-    if not spec:
+    if not init:
         return Init(cfg.encoder, vocab, lambda encoder: None, "random init")
     if source in checkpoints.SOURCES and rest:
         encoder_config, weights, _ = checkpoints.READERS[source](rest)
@@ -66,14 +66,14 @@ def resolve_init(cfg):
                     lambda encoder: checkpoints.assign_weights(
                         weights, encoder, source=rest),
                     f"{source} checkpoint {rest}")
-    path = GPath(spec).expanduser()
+    path = GPath(init).expanduser()
     if path.is_dir() and (path / checkpoints.CONFIG_FILE).is_file():
         encoder_config, found_vocab, prefix = checkpoints.checkpoint_files(
             path)
         vocab = vocab or found_vocab
     else:
         if not cfg.vocab:
-            raise ValueError(f"init = {spec}: a bare checkpoint needs vocab "
+            raise ValueError(f"init = {init}: a bare checkpoint needs vocab "
                              "and encoder set in the config.")
         encoder_config = cfg.encoder
         prefix = checkpoints.checkpoint_prefix(path,
@@ -87,8 +87,8 @@ def task_of(cfg):
     """(task kind class, typed task config) of a config: its `task:`
     section read by the kind's config class (`bert_tf.tasks`), so that an
     unknown or mistyped key fails here, before any work."""
-    task_config = tasks.task_config_of(cfg.task)
-    return tasks.get_task_class(task_config.kind), task_config
+    spec = tasks.task_config_of(cfg.task)
+    return tasks.get_task_class(spec.kind), spec
 
 
 @dataclasses.dataclass
@@ -140,9 +140,9 @@ def _train(cfg, init, log, started, variant=None):
         raise ValueError(
             f"freeze_layers = {cfg.freeze_layers} exceeds the encoder's "
             f"{init.encoder.num_layers} layers.")
-    task_cls, task_config = task_of(cfg)
-    data = task_cls.load_data(task_config)
-    task = task_cls(task_cls.make_spec(cfg, task_config, data, init.encoder,
+    task_cls, spec = task_of(cfg)
+    data = task_cls.load_data(spec)
+    task = task_cls(task_cls.make_spec(cfg, spec, data, init.encoder,
                                        vocab))
     train_size = variant.train_size(data) if variant else data.size("train")
     steps_per_epoch = max(1, math.ceil(train_size / cfg.batch_size))

@@ -16,7 +16,7 @@ COPY, TRANSPOSE, QKV = "copy", "transpose", "qkv"
 def model_spec(encoder, masked_lm=None, next_sentence=None):
     """(canonical names, our variable, how they relate) for every weight."""
     emb = encoder.embeddings
-    spec = [
+    entries = [
         (["bert/embeddings/word_embeddings"], emb.word_embeddings.embeddings,
          COPY),
         (["bert/embeddings/token_type_embeddings"],
@@ -29,7 +29,7 @@ def model_spec(encoder, masked_lm=None, next_sentence=None):
     for i, block in enumerate(encoder.transformer_layers):
         p = f"bert/encoder/layer_{i}/"
         attn = p + "attention/self/"
-        spec += [
+        entries += [
             ([attn + n + "/kernel" for n in ("query", "key", "value")],
              block.attention.qkv.kernel, QKV),
             ([attn + n + "/bias" for n in ("query", "key", "value")],
@@ -50,12 +50,12 @@ def model_spec(encoder, masked_lm=None, next_sentence=None):
             ([p + "output/LayerNorm/gamma"], block.output_norm.gamma, COPY),
             ([p + "output/LayerNorm/beta"], block.output_norm.beta, COPY),
         ]
-    spec += [
+    entries += [
         (["bert/pooler/dense/kernel"], encoder.pooler.kernel, COPY),
         (["bert/pooler/dense/bias"], encoder.pooler.bias, COPY),
     ]
     if masked_lm is not None:
-        spec += [
+        entries += [
             (["cls/predictions/transform/dense/kernel"],
              masked_lm.transform.kernel, COPY),
             (["cls/predictions/transform/dense/bias"],
@@ -68,13 +68,13 @@ def model_spec(encoder, masked_lm=None, next_sentence=None):
         ]
     if next_sentence is not None:
         # TF1 stores the NSP weights as [2, H] (used with transpose_b).
-        spec += [
+        entries += [
             (["cls/seq_relationship/output_weights"],
              next_sentence.dense.kernel, TRANSPOSE),
             (["cls/seq_relationship/output_bias"], next_sentence.dense.bias,
              COPY),
         ]
-    return spec
+    return entries
 
 
 def export_weights(encoder, masked_lm=None, next_sentence=None):
@@ -87,13 +87,13 @@ def export_weights(encoder, masked_lm=None, next_sentence=None):
         (128, 128)
     """
     weights = {}
-    for names, variable, kind in model_spec(encoder, masked_lm,
+    for names, variable, transform in model_spec(encoder, masked_lm,
                                              next_sentence):
         value = np.asarray(variable.numpy())
-        if kind == QKV:
+        if transform == QKV:
             for name, part in zip(names, np.split(value, 3, axis=-1)):
                 weights[name] = part
-        elif kind == TRANSPOSE:
+        elif transform == TRANSPOSE:
             weights[names[0]] = value.T
         else:
             weights[names[0]] = value
@@ -108,7 +108,7 @@ def assign_weights(weights, encoder, masked_lm=None, next_sentence=None,
     ValueError names the variable (and `source`) and nothing is assigned.
     """
     values = []
-    for names, variable, kind in model_spec(encoder, masked_lm,
+    for names, variable, transform in model_spec(encoder, masked_lm,
                                              next_sentence):
         missing = [n for n in names if n not in weights]
         if missing:
@@ -119,9 +119,9 @@ def assign_weights(weights, encoder, masked_lm=None, next_sentence=None,
                 "needs: the checkpoint and its config do not belong "
                 "together.")
         parts = [np.asarray(weights[n]) for n in names]
-        if kind == QKV:
+        if transform == QKV:
             value = np.concatenate(parts, axis=-1)
-        elif kind == TRANSPOSE:
+        elif transform == TRANSPOSE:
             value = parts[0].T
         else:
             value = parts[0]
@@ -129,7 +129,7 @@ def assign_weights(weights, encoder, masked_lm=None, next_sentence=None,
             got = " + ".join(str(tuple(p.shape)) for p in parts)
             raise ValueError(
                 f"{source}: variable {names[0]!r} has shape {got}, but the "
-                f"config asks for {tuple(variable.shape)} (as {kind}); the "
+                f"config asks for {tuple(variable.shape)} (as {transform}); the "
                 "checkpoint and its config do not belong together.")
         values.append((variable, value))
     for variable, value in values:

@@ -14,7 +14,7 @@ def _garden_spec(num_layers):
     Garden's attention uses EinsumDense: q/k/v kernels [H, A, H/A], biases
     [A, H/A], output kernel [A, H/A, H]; the canonical ones are [H, H] / [H].
     """
-    spec = [
+    entries = [
         ("_embedding_layer/embeddings", "bert/embeddings/word_embeddings"),
         ("_position_embedding_layer/embeddings",
          "bert/embeddings/position_embeddings"),
@@ -28,10 +28,10 @@ def _garden_spec(num_layers):
     for i in range(num_layers):
         g, c = f"_transformer_layers/{i}/", f"bert/encoder/layer_{i}/"
         for name in ("query", "key", "value"):
-            spec += [(g + f"_attention_layer/_{name}_dense/{kind}",
-                      c + f"attention/self/{name}/{kind}")
-                     for kind in ("kernel", "bias")]
-        spec += [
+            entries += [(g + f"_attention_layer/_{name}_dense/{part}",
+                      c + f"attention/self/{name}/{part}")
+                     for part in ("kernel", "bias")]
+        entries += [
             (g + "_attention_layer/_output_dense/kernel",
              c + "attention/output/dense/kernel"),
             (g + "_attention_layer/_output_dense/bias",
@@ -47,7 +47,7 @@ def _garden_spec(num_layers):
             (g + "_output_layer_norm/gamma", c + "output/LayerNorm/gamma"),
             (g + "_output_layer_norm/beta", c + "output/LayerNorm/beta"),
         ]
-    return spec
+    return entries
 
 
 _GARDEN_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"

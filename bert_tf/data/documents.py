@@ -1,7 +1,7 @@
 """Documents for pre-training: each a list of sentences, in reading order.
 
 BERT needs document-level text (long contiguous spans), so every reader
-keeps documents whole. Sources, named by a corpus spec string:
+keeps documents whole. Corpora, each named by a string:
 
     sample:wikipedia         the Wikipedia sample (wiki markup stripped)
     sample:lee               the Lee news corpus (one document per line)
@@ -240,9 +240,9 @@ _FILE_READERS = {"sentences": read_sentence_per_line,
                  "lines": read_document_per_line}
 
 
-def _source(spec, stats, cache=None):
-    kind, _, rest = spec.partition(":")
-    if kind == "sample":
+def _source(corpus, stats, cache=None):
+    scheme, _, rest = corpus.partition(":")
+    if scheme == "sample":
         from bert_tf.data import samples
         if rest == "wikipedia":
             path = next(samples.fetch("wikipedia", cache).glob("enwiki-*"))
@@ -254,27 +254,28 @@ def _source(spec, stats, cache=None):
             from bert_tf.data.sample_texts import rt_splits
             texts, _ = rt_splits(cache)["train"]
             return ([text] for text in texts)
-        raise ValueError(f"Unknown sample corpus {spec!r}; use "
+        raise ValueError(f"Unknown sample corpus {corpus!r}; use "
                          "sample:wikipedia, sample:lee or sample:rt_train.")
-    if kind == "tfds":
+    if scheme == "tfds":
         name, _, split = rest.partition(":")
         return read_tfds_wikipedia(name or "wikipedia/20230601.en",
                                    split or "train")
-    if kind in _FILE_READERS:
+    if scheme in _FILE_READERS:
         path = GPath(rest)
     else:
-        kind, path = "sentences", GPath(spec)
+        scheme, path = "sentences", GPath(corpus)
     if not path.is_file():
         raise FileNotFoundError(
-            f"Corpus file {path} does not exist (corpus spec {spec!r}).")
-    return _FILE_READERS[kind](path, stats)
+            f"Corpus file {path} does not exist (corpus {corpus!r}).")
+    return _FILE_READERS[scheme](path, stats)
 
 
-def read_documents(specs, stats=None, cache=None):
-    """Yields the non-empty documents of one or more corpus specs.
+def read_documents(corpora, stats=None, cache=None):
+    """Yields the non-empty documents of one or more corpora.
 
     Args:
-        specs: a spec string or a list of them (see the module docstring).
+        corpora: a corpus name or a list of them (see the module
+            docstring).
         stats: a `CorpusStats` to fill (documents, sentences, skipped).
         cache: sample cache directory.
 
@@ -287,8 +288,9 @@ def read_documents(specs, stats=None, cache=None):
         ([['First one.', 'Second.'], ['Other doc.']], 1)
     """
     stats = stats if stats is not None else CorpusStats()
-    for spec in [specs] if isinstance(specs, (str, os.PathLike)) else specs:
-        for document in _source(str(spec), stats, cache):
+    for corpus in ([corpora] if isinstance(corpora, (str, os.PathLike))
+                   else corpora):
+        for document in _source(str(corpus), stats, cache):
             document = [s for s in (" ".join(s.split()) for s in document)
                         if s]
             if not document:
@@ -299,15 +301,15 @@ def read_documents(specs, stats=None, cache=None):
             yield document
 
 
-def load_documents(specs, cache=None):
-    """All documents of `specs` as a list, plus their `CorpusStats`.
+def load_documents(corpora, cache=None):
+    """All documents of `corpora` as a list, plus their `CorpusStats`.
 
     Raises ValueError when the corpus holds no text at all.
     """
     stats = CorpusStats()
-    documents = list(read_documents(specs, stats, cache))
+    documents = list(read_documents(corpora, stats, cache))
     if not documents:
         raise ValueError(
-            f"Corpus {specs!r} holds no text: {stats.empty_documents} empty "
+            f"Corpus {corpora!r} holds no text: {stats.empty_documents} empty "
             "document(s) and nothing else.")
     return documents, stats

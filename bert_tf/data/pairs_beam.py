@@ -7,8 +7,8 @@ The pipeline runs the same algorithm with the same random draws
 exactly the pairs the in-process writer makes (as a multiset; the order
 within and across shards differs):
 
-1. each corpus spec (file, sample or TFDS split) is read as a stream of
-   documents, numbered within the spec; a count per spec gives every
+1. each corpus (file, sample or TFDS split) is read as a stream of
+   documents, numbered within the corpus; a count per corpus gives every
    document its global index (the in-process writer's order);
 2. the held-out share (`eval_share`) is drawn from the same seeded
    permutation, and each document gets its index within its split;
@@ -48,13 +48,13 @@ def _beam():
     return apache_beam
 
 
-def read_spec(item, cache=None):
-    """Yields ((spec number, document number), document) of one corpus
-    spec, streaming (`bert_tf.data.documents.read_documents`)."""
+def read_corpus(item, cache=None):
+    """Yields ((corpus number, document number), document) of one corpus,
+    streaming (`bert_tf.data.documents.read_documents`)."""
     from bert_tf.data.documents import read_documents
 
-    number, spec = item
-    for ordinal, document in enumerate(read_documents(spec, cache=cache)):
+    number, corpus = item
+    for ordinal, document in enumerate(read_documents(corpus, cache=cache)):
         yield (number, ordinal), document
 
 
@@ -174,7 +174,7 @@ def _split_pipeline(beam, documents, name, seq_length, dupe_factor, seed,
                 num_shards=num_shards, shard_name_template="-SSSSS-of-NNNNN"))
 
 
-def run_pairs_pipeline(specs, vocab_path, output_dir, seq_length=128,
+def run_pairs_pipeline(corpora, vocab_path, output_dir, seq_length=128,
                        dupe_factor=5, seed=12345, num_shards=1,
                        short_seq_prob=0.1, eval_share=0.0,
                        runner="DirectRunner", pipeline_args=(), cache=None,
@@ -182,7 +182,7 @@ def run_pairs_pipeline(specs, vocab_path, output_dir, seq_length=128,
     """Runs pair creation on Beam (see the module docstring).
 
     Args:
-        specs: corpus specs (`bert_tf.data.documents`), one per file or
+        corpora: corpora (`bert_tf.data.documents`), one per file or
             sample; each is read by one worker as a stream.
         vocab_path: vocab.txt (lengths are measured in its pieces).
         output_dir: directory for the shards, `manifest.json` and
@@ -208,8 +208,8 @@ def run_pairs_pipeline(specs, vocab_path, output_dir, seq_length=128,
                          "[CLS] A [SEP] B [SEP]; use at least 8.")
     if not 0.0 <= eval_share < 1.0:
         raise ValueError(f"eval_share = {eval_share}: must be in [0, 1).")
-    specs = [str(s) for s in ([specs] if isinstance(specs, (str, os.PathLike))
-                              else specs)]
+    corpora = [str(c) for c in ([corpora] if isinstance(
+        corpora, (str, os.PathLike)) else corpora)]
     output_dir = GPath(output_dir)
     for directory in (output_dir, output_dir / "eval"):
         for old in directory.glob("pairs-*.tfrecord"):
@@ -218,12 +218,12 @@ def run_pairs_pipeline(specs, vocab_path, output_dir, seq_length=128,
     options = PipelineOptions(["--runner", runner, *pipeline_args])
     pipeline = beam.Pipeline(options=options)
     documents = (pipeline
-                 | "specs" >> beam.Create(list(enumerate(specs)))
-                 | "read" >> beam.FlatMap(read_spec, cache))
+                 | "corpora" >> beam.Create(list(enumerate(corpora)))
+                 | "read" >> beam.FlatMap(read_corpus, cache))
     counts = beam.pvalue.AsDict(
         documents
         | "count" >> beam.Map(lambda kv: (kv[0][0], 1))
-        | "per spec" >> beam.CombinePerKey(sum))
+        | "per corpus" >> beam.CombinePerKey(sum))
 
     def place(element, counts):
         split, index = _split_for(counts, eval_share, seed).place(
@@ -294,4 +294,4 @@ def _finish(result, split, output_dir, vocab_path, seq_length, dupe_factor,
     return stats
 
 
-__all__ = ["RUNNERS", "read_spec", "run_pairs_pipeline"]
+__all__ = ["RUNNERS", "read_corpus", "run_pairs_pipeline"]

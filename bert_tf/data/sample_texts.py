@@ -113,12 +113,12 @@ def entity_spans(tags):
     """
     spans, current = [], None
     for i, tag in enumerate(list(tags) + ["O"]):
-        prefix, _, kind = tag.partition("-")
-        if current and (prefix != "I" or kind != current[0]):
+        prefix, _, entity_type = tag.partition("-")
+        if current and (prefix != "I" or entity_type != current[0]):
             spans.append(tuple(current))
             current = None
         if prefix == "B" or (prefix == "I" and current is None):
-            current = [kind, i, i]
+            current = [entity_type, i, i]
         elif prefix == "I":
             current[2] = i
     return spans

@@ -42,10 +42,10 @@ def run(cfg, log=print):
     if cfg.matches_layers:  # the distiller checks again; this is earlier
         checked_layer_map(init.encoder, teacher.encoder.config,
                           cfg.layer_map, cfg.attention_weight)
-    task_cls, task_config = finetune.task_of(cfg)
-    data = task_cls.load_data(task_config)
+    task_cls, spec = finetune.task_of(cfg)
+    data = task_cls.load_data(spec)
     task = task_cls(dataclasses.replace(
-        task_config, **{k: getattr(teacher_spec, k) for k in RUN_ONLY
+        spec, **{k: getattr(teacher_spec, k) for k in RUN_ONLY
                         if k not in ("encoder", "seq_length") and
                         hasattr(teacher_spec, k)},
         seq_length=cfg.seq_length))

@@ -279,7 +279,8 @@ def export_model(checkpoint, out, log=print, overwrite=False,
                   max_input_chars, max_batch_chars)
 
 
-def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
+def export_keras_model(model, out, kind=None, vocab=None, log=print,
+                       overwrite=False,
                        fixed_length=False,
                        max_input_chars=limits_lib.MAX_INPUT_CHARS,
                        max_batch_chars=limits_lib.MAX_BATCH_CHARS, **fields):
@@ -288,10 +289,11 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
     and `models.config` as `bert-tf export` of a fine-tuning run.
 
     Args:
-        model: a task model of `kind` (e.g. a `BertClassifier`).
+        model: a task model (e.g. a `BertClassifier`).
         out: `export/NAME/VERSION`.
-        kind: its task kind (`classification`, `span_qa`, ...).
-        vocab: the `Vocab` it was trained with.
+        kind: its task kind (`classification`, `span_qa`, ...); None: the
+            kind whose model class it is.
+        vocab: the `Vocab` it was trained with (required).
         log, overwrite, fixed_length, max_input_chars, max_batch_chars: as
             in `export_model`.
         **fields: the kind's config fields the serving graph reads, e.g.
@@ -310,7 +312,7 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
         ...     num_heads=2, intermediate_size=32), 2)
         >>> report = export_keras_model(
         ...     model, example_files.tmp / "keras_export" / "1",
-        ...     "classification", vocab, log=lambda line: None,
+        ...     vocab=vocab, log=lambda line: None,
         ...     labels=["negative", "positive"], seq_length=16)
         >>> import tensorflow_text
         >>> serve = tf.saved_model.load(str(report["path"])).signatures[
@@ -318,6 +320,10 @@ def export_keras_model(model, out, kind, vocab, log=print, overwrite=False,
         >>> serve(text=tf.constant(["a fine film"]))["label"].shape
         TensorShape([1])
     """
+    if vocab is None:
+        raise ValueError("vocab: give the Vocab the model was trained with "
+                         "(bert_tf.text.vocab.read_vocab(PATH)).")
+    kind = kind or tasks.kind_of_model(model)
     out = _check_out(out, overwrite, log)
     limits = limits_lib.export_fields(max_input_chars, max_batch_chars)
     fields.setdefault("name", "python")
@@ -473,7 +479,7 @@ def exported_kind(path):
     if not info.is_file():
         raise FileNotFoundError(f"{path} has no assets.extra/bert_tf.json: "
                                 "it was not written by `bert-tf export`.")
-    return json.loads(info.read_text()).get("kind", "classification")
+    return json.loads(info.read_text()).get("kind", tasks.DEFAULT_KIND)
 
 
 def predict_texts(loaded, texts, texts_b=None):

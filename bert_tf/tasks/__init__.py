@@ -14,9 +14,10 @@ Examples:
     True
 """
 
-from bert_tf.tasks.base import (Task, available_kinds, fine_tuned_kinds,
-                                get_config_class, get_kind, read_spec,
-                                restore_finetuned, task_config_of)
+from bert_tf.tasks.base import (DEFAULT_KIND, Task, available_kinds,
+                                fine_tuned_kinds, get_config_class, get_kind,
+                                kind_of_model, read_spec, restore_finetuned,
+                                task_config_of)
 
 
 def get_export_class(kind):
@@ -52,6 +53,7 @@ def load_finetuned(directory, dtype=None):
     return task, model, vocab, best
 
 
-__all__ = ["available_kinds", "fine_tuned_kinds", "get_config_class",
-           "get_export_class", "get_kind", "get_task_class", "load_finetuned",
-           "read_spec", "task_config_of"]
+__all__ = ["DEFAULT_KIND", "available_kinds", "fine_tuned_kinds",
+           "get_config_class", "get_export_class", "get_kind",
+           "get_task_class", "kind_of_model", "load_finetuned", "read_spec",
+           "task_config_of"]

@@ -36,7 +36,10 @@ from bert_tf.text.features import bucket_lengths
 from bert_tf.text.vocab import read_vocab
 
 SPEC_FILE = "task.yaml"
-LEGACY_SPEC_FILES = {"classifier.yaml": "classification"}
+# The kind of a spec or an export that names none: written before there
+# were other kinds.
+DEFAULT_KIND = "classification"
+LEGACY_SPEC_FILES = {"classifier.yaml": DEFAULT_KIND}
 
 
 _REGISTRY = {}
@@ -78,7 +81,7 @@ def task_config_of(data, where="task", spec=False):
     `kind` (default `classification`), validated; see
     `task_config.read_task_config`."""
     data = dict(data or {})
-    kind = data.setdefault("kind", "classification")
+    kind = data.setdefault("kind", DEFAULT_KIND)
     if not isinstance(kind, str) or kind not in fine_tuned_kinds():
         raise ValueError(f"{join_key(where, 'kind')} = {kind!r}: use one of "
                          f"{', '.join(fine_tuned_kinds())} (the kinds "
@@ -118,6 +121,25 @@ def fine_tuned_kinds():
     return [k for k in available_kinds() if issubclass(get_kind(k), Task)]
 
 
+def kind_of_model(model):
+    """The kind whose `model_class` `model` is.
+
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> from bert_tf.tasks.tagging.model import BertTokenClassifier
+        >>> kind_of_model(BertTokenClassifier(BertEncoder.from_preset(
+        ...     "bert_tiny"), 3))
+        'tagging'
+    """
+    for kind in fine_tuned_kinds():
+        model_class = get_kind(kind).model_class
+        if model_class is not None and isinstance(model, model_class):
+            return kind
+    raise ValueError(f"{type(model).__name__} is not the model of a task "
+                     f"kind ({', '.join(fine_tuned_kinds())}): name its "
+                     "kind.")
+
+
 class ExportKind:
     """An export-only kind: built from a pre-trained checkpoint, not a
     fine-tuning run. Subclasses set `kind` and implement `print_predictions`
@@ -141,7 +163,7 @@ class ExportKind:
         kind's own `predict_arguments`) and prints the answers."""
         raise NotImplementedError
 
-    # --- TFLite ---------------------------------------------------------------
+    # --- TFLite -----------------------------------------------------------
 
     # The output names of this kind's TFLite `serving_default`: how a file
     # written before files recorded their kind is recognised.
@@ -174,6 +196,8 @@ class Task(TransferHooks, ExportKind):
     """
 
     kind = ""
+    # The Keras task model class `build_model` returns.
+    model_class = None
 
     def __init__(self, spec):
         """`spec`: the kind's typed config (`get_config_class(kind)`), or a
@@ -187,15 +211,15 @@ class Task(TransferHooks, ExportKind):
     # --- configuration and data ---------------------------------------------
 
     @classmethod
-    def load_data(cls, task_config):
+    def load_data(cls, spec):
         """The task's data (splits `train`, optional `validation`, `test`)
         from its typed config."""
         raise NotImplementedError
 
     @classmethod
-    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
+    def make_spec(cls, cfg, spec, data, encoder_config, vocab):
         """The spec of a run: `run_spec(...)` with what the data decided."""
-        return run_spec(cfg, task_config, data, encoder_config, vocab)
+        return run_spec(cfg, spec, data, encoder_config, vocab)
 
     def describe(self, data):
         """One line about the data for the run's plan."""
@@ -348,11 +372,11 @@ def served_text_batches(loaded, args):
             text=tf.constant(chunk)).items()}
 
 
-def run_spec(cfg, task_config, data, encoder_config, vocab, **fields):
-    """`task_config` with the fields a run fills in (`RUN_FIELDS`, the
+def run_spec(cfg, spec, data, encoder_config, vocab, **fields):
+    """`spec` with the fields a run fills in (`RUN_FIELDS`, the
     data's name) and the kind's `fields` decided by the data."""
     return dataclasses.replace(
-        task_config, name=data.name, seq_length=cfg.seq_length,
+        spec, name=data.name, seq_length=cfg.seq_length,
         lower_case=not vocab.is_cased, dropout=cfg.head_dropout,
         encoder=dataclasses.asdict(encoder_config), **fields)
 
@@ -409,8 +433,7 @@ def read_spec(directory):
     data = yaml.safe_load(path.read_text())
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of spec keys.")
-    data.setdefault("kind", LEGACY_SPEC_FILES.get(path.name,
-                                                   "classification"))
+    data.setdefault("kind", LEGACY_SPEC_FILES.get(path.name, DEFAULT_KIND))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FutureWarning)
         try:

@@ -8,11 +8,11 @@ import tensorflow as tf
 from bert_tf.config import STRATEGIES
 
 
-def create_strategy(kind="default", devices=None, tpu=None):
+def create_strategy(name="default", devices=None, tpu=None):
     """Builds the strategy a config names.
 
     Args:
-        kind: `default` (no distribution), `one_device`, `mirrored` (all
+        name: `default` (no distribution), `one_device`, `mirrored` (all
             local GPUs, or `devices`), `multi_worker_mirrored` (workers from
             the TF_CONFIG environment variable) or `tpu`.
         devices: device names for `one_device` / `mirrored`.
@@ -22,15 +22,15 @@ def create_strategy(kind="default", devices=None, tpu=None):
         >>> create_strategy("default").num_replicas_in_sync
         1
     """
-    if kind == "default":
+    if name == "default":
         return tf.distribute.get_strategy()
-    if kind == "one_device":
+    if name == "one_device":
         device = (devices or [None])[0] or (
             "/gpu:0" if tf.config.list_logical_devices("GPU") else "/cpu:0")
         return tf.distribute.OneDeviceStrategy(device)
-    if kind == "mirrored":
+    if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=devices)
-    if kind == "multi_worker_mirrored":
+    if name == "multi_worker_mirrored":
         config = os.environ.get("TF_CONFIG")
         if config:
             try:
@@ -38,13 +38,13 @@ def create_strategy(kind="default", devices=None, tpu=None):
             except json.JSONDecodeError as e:
                 raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
         return tf.distribute.MultiWorkerMirroredStrategy()
-    if kind == "tpu":
+    if name == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
             tpu=None if tpu in (None, "", "local") else tpu)
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
-    raise ValueError(f"strategy = {kind!r}: must be one of "
+    raise ValueError(f"strategy = {name!r}: must be one of "
                      f"{', '.join(STRATEGIES)}.")
 
 

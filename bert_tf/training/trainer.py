@@ -126,9 +126,9 @@ class Trainer:
                 # inside `strategy.run` would create variables in a replica
                 # context; build them here from the dataset's spec.
                 self.model.optimizer = self.optimizer
-                spec = train_dataset_fn(
+                element_spec = train_dataset_fn(
                     tf.distribute.InputContext()).element_spec
-                keras_compat.build_compiled(self.model, spec)
+                keras_compat.build_compiled(self.model, element_spec)
             self.step = tf.Variable(
                 0, dtype=tf.int64, trainable=False, name="global_step",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)

@@ -84,21 +84,23 @@ class Classification(Task):
 
     kind = "classification"
     config_class = ClassificationConfig
+    model_class = BertClassifier
     tflite_outputs = ("probabilities", "label", "score")
 
     @classmethod
-    def load_data(cls, t):
+    def load_data(cls, spec):
         return load_task(
-            t.name, **t.split_args(), text=t.text, text_b=t.text_b,
-            label=t.label, labels=t.labels or None, regression=t.regression,
-            fmt=t.format or None)
+            spec.name, **spec.split_args(), text=spec.text,
+            text_b=spec.text_b, label=spec.label,
+            labels=spec.labels or None, regression=spec.regression,
+            fmt=spec.format or None)
 
     @classmethod
-    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
-        if task_config.long_document and data.pair:
+    def make_spec(cls, cfg, spec, data, encoder_config, vocab):
+        if spec.long_document and data.pair:
             raise ValueError(f"task.long_document takes single texts; "
                              f"{data.name} has text pairs.")
-        return run_spec(cfg, task_config, data, encoder_config, vocab,
+        return run_spec(cfg, spec, data, encoder_config, vocab,
                         labels=list(data.labels),
                         regression=data.is_regression, pair=data.pair,
                         metrics=list(data.metrics))

@@ -75,6 +75,7 @@ class MultipleChoice(Task):
 
     kind = "multiple_choice"
     config_class = MultipleChoiceConfig
+    model_class = BertMultipleChoice
     tflite_outputs = ("choice",)
     predict_arguments = (
         (("--context",), {"help": "the context"}),
@@ -82,12 +83,13 @@ class MultipleChoice(Task):
                          "help": "one choice (repeat for each)"}))
 
     @classmethod
-    def load_data(cls, t):
-        return load_choices(t.name, **t.split_args(), fmt=t.format or None)
+    def load_data(cls, spec):
+        return load_choices(spec.name, **spec.split_args(),
+                            fmt=spec.format or None)
 
     @classmethod
-    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
-        return run_spec(cfg, task_config, data, encoder_config, vocab,
+    def make_spec(cls, cfg, spec, data, encoder_config, vocab):
+        return run_spec(cfg, spec, data, encoder_config, vocab,
                         num_choices=data.num_choices)
 
     def describe(self, data):

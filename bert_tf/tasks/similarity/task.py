@@ -53,12 +53,13 @@ class Similarity(Task):
 
     kind = "similarity"
     config_class = SimilarityConfig
+    model_class = BertBiEncoder
 
     @classmethod
-    def load_data(cls, t):
-        return load_pairs(t.name, **t.split_args(), text=t.text,
-                          text_b=t.text_b, label=t.label,
-                          max_score=t.max_score, fmt=t.format or None)
+    def load_data(cls, spec):
+        return load_pairs(spec.name, **spec.split_args(), text=spec.text,
+                          text_b=spec.text_b, label=spec.label,
+                          max_score=spec.max_score, fmt=spec.format or None)
 
     def describe(self, data):
         return (f"{data.size('train'):,} training pairs, scores in [0, 1], "

@@ -51,29 +51,29 @@ class SpanQA(Task):
 
     kind = "span_qa"
     config_class = SpanQAConfig
+    model_class = BertSpanLabeler
     tflite_outputs = ("answer",)
     predict_arguments = (
         (("--question",), {"help": "the question"}),
         (("--context",), {"help": "the context, or @FILE to read it"}))
 
     @classmethod
-    def load_data(cls, t):
-        return load_qa(t.name, **t.split_args())
+    def load_data(cls, spec):
+        return load_qa(spec.name, **spec.split_args())
 
     @classmethod
-    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
-        t = task_config
-        if cfg.seq_length < t.max_query_length + 4:
+    def make_spec(cls, cfg, spec, data, encoder_config, vocab):
+        if cfg.seq_length < spec.max_query_length + 4:
             raise ValueError(
                 f"seq_length = {cfg.seq_length} leaves no room for context "
-                f"after task.max_query_length = {t.max_query_length}: make "
-                f"it at least {t.max_query_length + 4}.")
-        if t.shared_norm and cfg.strategy == "tpu":
+                f"after task.max_query_length = {spec.max_query_length}: make "
+                f"it at least {spec.max_query_length + 4}.")
+        if spec.shared_norm and cfg.strategy == "tpu":
             raise ValueError(
                 "task.shared_norm batches all windows of each question, a "
                 "varying number, and TPUs need fixed batch shapes: turn it "
                 "off for strategy = tpu.")
-        return run_spec(cfg, task_config, data, encoder_config, vocab,
+        return run_spec(cfg, spec, data, encoder_config, vocab,
                         version_2=data.version_2, null_threshold=0.0)
 
     def describe(self, data):

@@ -14,6 +14,9 @@ import tensorflow as tf
 from bert_tf.text.dense import byte_slices, rows_by_example
 from bert_tf.text.windows import word_values
 
+# What the tagging signature returns per text, padded to its entities.
+OUTPUTS = ("type", "text", "start", "end", "score", "count")
+
 
 def tag_tables(labels):
     """(prefix, type) id per label: prefix 0 = O, 1 = B, 2 = I; type an

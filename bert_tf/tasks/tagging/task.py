@@ -30,12 +30,12 @@ from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
 from bert_tf.tasks.batching import window_batches
 from bert_tf.tasks.tagging.config import TaggingConfig
 from bert_tf.tasks.tagging.data import load_tagging
-from bert_tf.tasks.tagging.decoding import decode_entities, entity_spans
+from bert_tf.tasks.tagging.decoding import (OUTPUTS, decode_entities,
+                                            entity_spans)
 from bert_tf.tasks.tagging.metrics import entity_scores
 from bert_tf.tasks.tagging.model import BertTokenClassifier
 from bert_tf.text.word_windows import TaggingPreprocessor
 
-OUTPUTS = ("type", "text", "start", "end", "score", "count")
 WARMUP = ("Barack Obama visited Paris on Monday .", "",
           " ".join(["New York"] * 200))
 _TAGGERS = weakref.WeakKeyDictionary()
@@ -47,16 +47,17 @@ class Tagging(Task):
 
     kind = "tagging"
     config_class = TaggingConfig
+    model_class = BertTokenClassifier
     tflite_outputs = ("type",)
 
     @classmethod
-    def load_data(cls, t):
-        return load_tagging(t.name, **t.split_args(),
-                            tag_column=t.tag_column, scheme=t.tag_scheme)
+    def load_data(cls, spec):
+        return load_tagging(spec.name, **spec.split_args(),
+                            tag_column=spec.tag_column, scheme=spec.tag_scheme)
 
     @classmethod
-    def make_spec(cls, cfg, task_config, data, encoder_config, vocab):
-        return run_spec(cfg, task_config, data, encoder_config, vocab,
+    def make_spec(cls, cfg, spec, data, encoder_config, vocab):
+        return run_spec(cfg, spec, data, encoder_config, vocab,
                         labels=list(data.labels))
 
     def describe(self, data):

@@ -15,8 +15,7 @@ come from the same `decode_entities` as evaluation and the SavedModel.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.tasks.tagging.decoding import decode_entities
-from bert_tf.tasks.tagging.task import OUTPUTS
+from bert_tf.tasks.tagging.decoding import OUTPUTS, decode_entities
 from bert_tf.text.dense import (char_offsets, dense_windows, max_context,
                                  padded_dense)
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
