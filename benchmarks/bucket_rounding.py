@@ -31,6 +31,7 @@ def random_run(directory, vocab_path, preset):
     """A fine-tuning run directory holding a random classifier."""
     import yaml
 
+    from bert_tf.checkpoints.layout import model_roots
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.tasks.classification.model import BertClassifier
     from bert_tf.text.vocab import read_vocab
@@ -45,7 +46,7 @@ def random_run(directory, vocab_path, preset):
             "encoder": vars(encoder.config)}
     (best / "task.yaml").write_text(yaml.safe_dump(spec))
     read_vocab(vocab_path).save(best / "vocab.txt")
-    tf.train.Checkpoint(**model.checkpoint_roots()).write(
+    tf.train.Checkpoint(**model_roots(model)).write(
         str(best / "model.ckpt"))
     return directory
 
@@ -72,8 +73,8 @@ def main():
     parser.add_argument("--preset", default="bert_base")
     args = parser.parse_args()
 
-    from bert_tf.data import samples
-    from bert_tf.data.sample_texts import read_rt_snippets
+    from bert_tf import samples
+    from bert_tf.samples.readers import read_rt_snippets
     from bert_tf.serving.export import export_model, load_exported
     from bert_tf.text import features
 

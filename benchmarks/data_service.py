@@ -37,7 +37,7 @@ def main():
 
     from input_pipeline import measure, real_pairs
 
-    from bert_tf.data import samples, service
+    from bert_tf import samples, service
     from bert_tf.data.pretraining import pretraining_dataset
 
     vocab = str(samples.fetch("minilm") / "vocab.txt")

@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from timing import batch1_latencies  # noqa: E402
 
-from bert_tf.data.sample_texts import rt_splits  # noqa: E402
+from bert_tf.samples.readers import rt_splits  # noqa: E402
 from bert_tf.serving.export import export_model  # noqa: E402
 from bert_tf.tasks import load_finetuned, read_spec  # noqa: E402
 

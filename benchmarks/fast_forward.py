@@ -24,7 +24,7 @@ def main():
     import numpy as np
     from input_pipeline import real_pairs
 
-    from bert_tf.data import samples
+    from bert_tf import samples
     from bert_tf.data.pretraining import pretraining_dataset
 
     vocab = str(samples.fetch("minilm") / "vocab.txt")

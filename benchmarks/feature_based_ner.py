@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf import checkpoints, finetune  # noqa: E402
-from bert_tf.data import sample_texts as wnut  # noqa: E402
-from bert_tf.data import samples  # noqa: E402
+from bert_tf.samples import readers as wnut  # noqa: E402
+from bert_tf import samples  # noqa: E402
 from bert_tf.tasks.embeddings.extract import FeatureExtractor  # noqa: E402
 from bert_tf.tasks.tagging import data as conll  # noqa: E402
 from bert_tf.tasks.tagging.metrics import entity_scores  # noqa: E402

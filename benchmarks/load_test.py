@@ -181,7 +181,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from bert_tf.data.sample_texts import read_rt_snippets
+    from bert_tf.samples.readers import read_rt_snippets
     from bert_tf.serving.export import load_exported
 
     info = json.loads((Path(args.model) / "assets.extra" / "bert_tf.json")

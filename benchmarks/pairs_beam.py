@@ -27,7 +27,7 @@ SETTINGS = dict(seq_length=128, dupe_factor=5, seed=12345)
 
 def one(kind, copies, workers, out):
     """Runs one pair creation; prints a JSON line of its figures."""
-    from bert_tf.data import samples
+    from bert_tf import samples
 
     vocab = samples.fetch("minilm") / "vocab.txt"
     specs = SPECS * copies

@@ -24,10 +24,11 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf import tasks  # noqa: E402
-from bert_tf.serving import precision as precision_lib  # noqa: E402
+from bert_tf import precision as precision_lib  # noqa: E402
+from bert_tf.serving import quantize as quantize_lib  # noqa: E402
 from bert_tf.serving.export import (export_encoder, export_model,  # noqa: E402
                                     load_exported)
-from bert_tf.training.precision import (cpu_bf16_flags,  # noqa: E402
+from bert_tf.precision import (cpu_bf16_flags,  # noqa: E402
                                         cpu_int8_flags)
 
 REDUCED = ("bf16", "int8")
@@ -40,7 +41,7 @@ def evaluate(run, precision):
     task, model, vocab, _ = tasks.load_finetuned(run, dtype=dtype)
     # As `bert-tf export --precision int8` does: calibrated on 256 of the
     # run's training examples.
-    precision_lib.quantize(model, precision, task.spec, vocab,
+    quantize_lib.quantize(model, precision, task.spec, vocab,
                            precision_lib.CALIBRATION_EXAMPLES,
                            log=lambda *a: None)
     data = task.load_data(task.spec)
@@ -73,8 +74,8 @@ def embedding_cosines(directory, count=1000):
     """{int8 export: cosines to the fp32 export's embeddings} of the real
     MiniLM weights over `count` real RT sentences: uncalibrated, and
     calibrated on 256 other RT sentences (`--calibration-texts`)."""
-    from bert_tf.data import samples
-    from bert_tf.data.sample_texts import read_rt_snippets
+    from bert_tf import samples
+    from bert_tf.samples.readers import read_rt_snippets
 
     sentences = read_rt_snippets()[0]
     texts = list(sentences[-count:])

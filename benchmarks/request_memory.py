@@ -45,7 +45,7 @@ def reset_peak():
 
 def real_text(words):
     """`words` words of RT sentences, in file order, repeated as needed."""
-    from bert_tf.data.sample_texts import read_rt_snippets
+    from bert_tf.samples.readers import read_rt_snippets
 
     pool = " ".join(read_rt_snippets()[0]).split()
     whole, rest = divmod(words, len(pool))

@@ -50,6 +50,7 @@ FROZEN = ("fp32", "bf16")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from bert_tf.checkpoints.layout import model_roots  # noqa: E402
 from bert_tf.serving.runtime import FROZEN_WEIGHTS  # noqa: E402
 from timing import run_serving_process  # noqa: E402
 
@@ -87,8 +88,8 @@ def _hf_models(directory):
                               BertForSequenceClassification,
                               BertForTokenClassification)
 
-    from bert_tf.data import samples
-    from bert_tf.data.sample_texts import TYPES
+    from bert_tf import samples
+    from bert_tf.samples.readers import TYPES
 
     torch.manual_seed(0)
     labels = ["O"] + [f"{p}-{t}" for t in TYPES for p in "BI"]
@@ -156,7 +157,7 @@ def _export_dir(root, name):
 def write_exports(root, vocab_path, labels, bf16, skip_tasks):
     """Writes each of EXPORTS this run times under `root` (in this
     process, whose weights change while the exports are built)."""
-    from bert_tf.data.sample_texts import read_rt_snippets
+    from bert_tf.samples.readers import read_rt_snippets
 
     # int8 calibrates on 256 RT sentences the timing never sends.
     calibration = root / "calibration.txt"
@@ -215,7 +216,7 @@ def _our_export(hf_root, hf_name, vocab_path, out, kind, precision="fp32",
     best.mkdir(parents=True, exist_ok=True)
     (best / "task.yaml").write_text(yaml.safe_dump(spec))
     pretrained.vocab.save(best / "vocab.txt")
-    tf.train.Checkpoint(**model.checkpoint_roots()).write(
+    tf.train.Checkpoint(**model_roots(model)).write(
         str(best / "model.ckpt"))
     export_model(run, out, log=lambda *a: None, fixed_length=fixed_length,
                  precision=precision, calibration_texts=calibration)
@@ -340,13 +341,13 @@ def qa_and_ner(args, tmp, models, tokenizer, bf16):
     """Batch-1 rows of QA (seq 384) and NER, ours beside HF's pipelines."""
     from transformers import pipeline
 
-    from bert_tf.data import sample_texts
+    from bert_tf.samples import readers
     from bert_tf.serving.export import load_exported
     from bert_tf.tasks.span_qa.data import load_wnut_qa
 
     test = load_wnut_qa().split("test")
     questions = [(e["question"], e["context"]) for e in test]
-    tweets = [" ".join(tokens) for tokens, _ in sample_texts.read_wnut()]
+    tweets = [" ".join(tokens) for tokens, _ in readers.read_wnut()]
     rows = {}
     for kind, inputs in (("span_qa", questions), ("tagging", tweets)):
         precisions = ("fp32", "bf16", "int8") if bf16 else ("fp32", "int8")
@@ -400,9 +401,9 @@ def main():
     import torch
     from transformers import BertTokenizerFast
 
-    from bert_tf.data import samples
-    from bert_tf.data.sample_texts import read_rt_snippets
-    from bert_tf.training.precision import cpu_bf16_flags
+    from bert_tf import samples
+    from bert_tf.samples.readers import read_rt_snippets
+    from bert_tf.precision import cpu_bf16_flags
 
     vocab_path = samples.fetch("minilm") / "vocab.txt"
     bf16 = bool(cpu_bf16_flags())
@@ -449,7 +450,7 @@ def _print_header(title, texts, tokenizer, versions):
     import torch
     import transformers
 
-    from bert_tf.training.precision import cpu_bf16_flags, cpu_int8_flags
+    from bert_tf.precision import cpu_bf16_flags, cpu_int8_flags
 
     lengths = [len(tokenizer(t)["input_ids"]) for t in texts]
     print(f"\n{title} (same weights everywhere), "

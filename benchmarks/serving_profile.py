@@ -33,6 +33,7 @@ THREADS = 2
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from bert_tf.checkpoints.layout import model_roots  # noqa: E402
 from bert_tf.serving.runtime import FROZEN_WEIGHTS  # noqa: E402
 from timing import run_serving_process  # noqa: E402
 
@@ -46,7 +47,7 @@ def build_export(out, preset="bert_base", precision="fp32"):
     import yaml
 
     from bert_tf import checkpoints
-    from bert_tf.data import samples
+    from bert_tf import samples
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.serving.export import export_model
     from bert_tf.tasks.classification.model import BertClassifier
@@ -65,10 +66,10 @@ def build_export(out, preset="bert_base", precision="fp32"):
             "dropout": 0.1, "encoder": vars(encoder.config)}
     (best / "task.yaml").write_text(yaml.safe_dump(spec))
     vocab.save(best / checkpoints.VOCAB_FILE)
-    tf.train.Checkpoint(**model.checkpoint_roots()).write(
+    tf.train.Checkpoint(**model_roots(model)).write(
         str(best / checkpoints.WEIGHTS_PREFIX))
     # int8 calibrates on 256 RT sentences (the run has no data of its own).
-    from bert_tf.data.sample_texts import read_rt_snippets
+    from bert_tf.samples.readers import read_rt_snippets
     calibration = best.parent / "calibration.txt"
     calibration.write_text("\n".join(read_rt_snippets()[0][-256:]) + "\n")
     export_model(best.parent, out, log=lambda *a: None, precision=precision,
@@ -167,7 +168,7 @@ def main():
                         help=f"profile without {FROZEN_WEIGHTS}=1")
     args = parser.parse_args()
 
-    from bert_tf.data.sample_texts import read_rt_snippets
+    from bert_tf.samples.readers import read_rt_snippets
 
     want = None if args.weights_may_change or args.precision == "int8" \
         else "1"

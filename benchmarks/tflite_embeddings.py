@@ -54,7 +54,7 @@ def _nearest(vectors):
 
 def main():
     from bert_tf.checkpoints import load_encoder
-    from bert_tf.data import samples
+    from bert_tf import samples
     from bert_tf.serving.export import export, load_exported
     from bert_tf.serving.tflite import TFLiteModel, export_tflite_embeddings
     from bert_tf.tasks.classification.data import load_task

@@ -16,7 +16,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from bert_tf.data import sample_texts as wnut  # noqa: E402
+from bert_tf.samples import readers as wnut  # noqa: E402
 from bert_tf.tasks import load_finetuned  # noqa: E402
 from bert_tf.tasks.tagging import data as conll  # noqa: E402
 from bert_tf.tasks.tagging.metrics import entity_scores  # noqa: E402

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf.data import sample_texts as wnut  # noqa: E402
+from bert_tf.samples import readers as wnut  # noqa: E402
 from bert_tf.models.encoder import INPUT_NAMES  # noqa: E402
 from bert_tf.serving.export import export_model, load_exported  # noqa: E402
 from bert_tf.tasks import load_finetuned  # noqa: E402

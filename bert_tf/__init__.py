@@ -46,7 +46,7 @@ def __getattr__(name):
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     if name == "samples":
-        return importlib.import_module("bert_tf.data.samples")
+        return importlib.import_module("bert_tf.samples")
     if name in _MODULES:
         return importlib.import_module(f"bert_tf.{name}")
     raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")

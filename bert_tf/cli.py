@@ -8,7 +8,7 @@ import warnings
 from bert_tf.config_io import CHECKPOINT_SOURCES
 from bert_tf.serving import FORMATS, old_kind_spelling
 from bert_tf.serving.limits import add_limit_arguments
-from bert_tf.serving.precision import add_precision_arguments
+from bert_tf.precision import add_precision_arguments
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -40,7 +40,7 @@ def _convert(args):
 
 
 def _samples(args):
-    from bert_tf.data import samples
+    from bert_tf import samples
 
     for name in args.names or sorted(samples.ASSETS):
         path = samples.fetch(name, cache=args.cache, log=print)

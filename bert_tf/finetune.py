@@ -20,7 +20,7 @@ from bert_tf.storage import GPath
 from bert_tf.tasks.base import write_spec
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
-from bert_tf.training.precision import resolve_precision
+from bert_tf.precision import resolve_precision
 from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
 

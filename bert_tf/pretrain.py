@@ -11,7 +11,7 @@ from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
-from bert_tf.training.precision import resolve_precision
+from bert_tf.precision import resolve_precision
 from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
 

@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints, config, presets
-from bert_tf.data import samples
+from bert_tf import samples
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.text.preprocessor import BertPreprocessor
 

@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 import keras
 import bert_tf
-from bert_tf.data import samples
+from bert_tf import samples
 keras.utils.set_random_seed(0)
 tf.get_logger().setLevel("ERROR")
 print("TensorFlow", tf.__version__, "| Keras", keras.__version__)"""
@@ -68,7 +68,7 @@ print(preprocessor(tf.constant(["Hello, BERT!"]))["input_word_ids"][0, :8])"""),
 
 The documented split: score > 0 positive, neutral dropped, 80/10/10."""),
     ("code", """\
-from bert_tf.data.sample_texts import rt_splits
+from bert_tf.samples.readers import rt_splits
 
 splits = rt_splits()
 limits = {"train": TRAIN_EXAMPLES, "validation": EVAL_EXAMPLES,
@@ -305,7 +305,7 @@ net = tf_keras.layers.Dense(1, name="classifier")(net)
 model = tf_keras.Model(text, net)
 model.summary()"""),
     ("code", """\
-from bert_tf.data.sample_texts import rt_splits
+from bert_tf.samples.readers import rt_splits
 
 splits = rt_splits()
 train_texts, train_labels = splits["train"]

@@ -26,7 +26,7 @@ from transformers.models.bert.tokenization_bert_legacy import \
     BertTokenizerLegacy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bert_tf.data import samples  # noqa: E402
+from bert_tf import samples  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "examples" / "reference"
 SEQUENCE_LENGTH = 32

@@ -53,13 +53,13 @@ def pretraining_batch(batch=4, length=16, vocab=120, predictions=3, seed=0):
 @pytest.fixture(scope="session")
 def minilm_dir():
     """The real all-MiniLM-L6-v2 files (fetched once into the cache)."""
-    from bert_tf.data import samples
+    from bert_tf import samples
     return samples.fetch("minilm")
 
 
 @pytest.fixture(scope="session")
 def antiberty_dir():
-    from bert_tf.data import samples
+    from bert_tf import samples
     return samples.fetch("antiberty") / "AntiBERTy_md_smooth"
 
 

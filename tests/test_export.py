@@ -19,7 +19,7 @@ from bert_tf import cli
 from bert_tf.serving import export as export_lib
 from bert_tf.serving import runtime
 from bert_tf.tasks.classification.task import WARMUP_TEXTS, load_classifier
-from bert_tf.training.precision import cpu_bf16_flags, cpu_int8_flags
+from bert_tf.precision import cpu_bf16_flags, cpu_int8_flags
 from bert_tf.text.preprocessor import BertPreprocessor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -406,7 +406,7 @@ def test_int8_export_agrees_with_fp32(exported, tmp_path):
 
 
 def test_auto_never_picks_int8_and_emulated_int8_warns(tmp_path):
-    from bert_tf.serving import precision as precision_lib
+    from bert_tf import precision as precision_lib
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("flags\t: avx2 avx512_vnni amx_int8 amx_bf16\n")

@@ -130,20 +130,26 @@ def test_no_task_kind_imports_another():
 
 
 # ARCHITECTURE.md's layers, bottom up; a module imports only from its own
-# layer or below. `finetune` and `pretrain` run tasks and checkpoints,
-# `distill` runs a fine-tuning run with a teacher, the CLI and the demo run
-# everything.
+# layer or below. Checkpoints read and write models; training (the loops)
+# checkpoints them; tasks build on models and checkpoints and know nothing
+# of training; serving writes and runs the tasks' exports and imports
+# nothing that trains. `finetune` and `pretrain` run tasks, training and
+# checkpoints, `distill` runs a fine-tuning run with a teacher, the CLI and
+# the demo run everything.
 LAYERS = [
-    {"config", "config_io", "presets", "text", "layers", "training",
-     "losses", "storage", "safe_io"},
-    {"models", "data"},
-    {"tasks", "checkpoints", "serving"},
+    {"config", "config_io", "presets", "text", "layers", "losses", "storage",
+     "safe_io", "precision", "keras_compat"},
+    {"models", "data", "samples"},
+    {"checkpoints"},
+    {"training", "tasks"},
+    {"serving"},
     {"finetune", "pretrain"},
     {"distill"},
     {"cli", "demo"},
 ]
-# Within a layer, these know nothing of each other.
-APART = {("data", "models"), ("models", "data")}
+# Within a layer, or across layers, these know nothing of each other.
+APART = {("data", "models"), ("models", "data"), ("training", "tasks"),
+         ("tasks", "training"), ("serving", "training"), ("serving", "data")}
 
 
 def _group(module):
@@ -165,12 +171,25 @@ def layer_violations(graph):
 
 
 def test_layer_finder_finds_an_upward_import():
-    graph = {"bert_tf.training.trainer": {"bert_tf.checkpoints.native"},
+    graph = {"bert_tf.checkpoints.native": {"bert_tf.training.trainer"},
              "bert_tf.data.x": {"bert_tf.models.encoder"},
-             "bert_tf.tasks.y": {"bert_tf.models.encoder"}}
+             "bert_tf.tasks.y": {"bert_tf.models.encoder"},
+             "bert_tf.serving.z": {"bert_tf.training.checkpoints"},
+             "bert_tf.tasks.w": {"bert_tf.serving.export"}}
     assert layer_violations(graph) == [
+        "bert_tf.checkpoints.native -> bert_tf.training.trainer",
         "bert_tf.data.x -> bert_tf.models.encoder",
-        "bert_tf.training.trainer -> bert_tf.checkpoints.native"]
+        "bert_tf.serving.z -> bert_tf.training.checkpoints",
+        "bert_tf.tasks.w -> bert_tf.serving.export"]
+
+
+def test_the_layers_refuse_the_imports_of_the_old_layout():
+    """Before the precision module, the checkpoint package and the serving
+    layer were set apart, serving imported training twice."""
+    graph = {"bert_tf.serving.precision": {"bert_tf.training.precision"},
+             "bert_tf.serving.integrity": {
+                 "bert_tf.training.checkpoint_io"}}
+    assert len(layer_violations(graph)) == 2
 
 
 def test_imports_run_downward_only():

@@ -1,4 +1,4 @@
-"""The private Keras APIs of `training/keras_compat.py` still exist with
+"""The private Keras APIs of `keras_compat.py` still exist with
 the signatures we call them with; a Keras upgrade that changes them fails
 here, naming the API and the Keras version we tested."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training import keras_compat
+from bert_tf import keras_compat
 from bert_tf.training.optimization import FusedAdamW
 
 PRIVATE = [
@@ -27,7 +27,7 @@ PRIVATE = [
 @pytest.mark.parametrize("owner,name,parameters", PRIVATE,
                          ids=[f"{o.__name__}.{n}" for o, n, _ in PRIVATE])
 def test_private_keras_api_is_there(owner, name, parameters):
-    where = (f"{owner.__name__}.{name} (bert_tf/training/keras_compat.py, "
+    where = (f"{owner.__name__}.{name} (bert_tf/keras_compat.py, "
              f"tested with Keras {keras_compat.TESTED_KERAS}, this is Keras "
              f"{keras.__version__})")
     assert hasattr(owner, name), f"{where} is gone"

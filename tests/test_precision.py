@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from bert_tf.layers.base import norm_policy
 from bert_tf.models.encoder import BertEncoder
-from bert_tf.serving import precision
+from bert_tf import precision
 
 
 def _cpuinfo(tmp_path, flags):
@@ -74,7 +74,7 @@ def test_fp32_encoder_is_unchanged_by_the_norm_policy():
 
 
 def test_training_auto_follows_the_hardware(tmp_path):
-    from bert_tf.training.precision import training_policy
+    from bert_tf.precision import training_policy
 
     lines = []
     assert training_policy("auto", lines.append, _cpuinfo(

@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent("""
     import yaml
     import tensorflow as tf
     from bert_tf import cli
-    from bert_tf.data import samples
+    from bert_tf import samples
     from bert_tf.storage import GPath
 
     root = GPath("ram://e2e")

@@ -3,7 +3,7 @@ import zipfile
 
 import pytest
 
-from bert_tf.data import samples
+from bert_tf import samples
 
 
 def test_unknown_asset():

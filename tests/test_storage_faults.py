@@ -25,7 +25,7 @@ import tensorflow as tf
 from bert_tf import safe_io
 from bert_tf.safe_io import StorageError
 from bert_tf.storage import GPath
-from bert_tf.training import checkpoint_io
+from bert_tf.checkpoints import run_files
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,7 +65,7 @@ def test_the_newest_readable_checkpoint_is_used(tmp_path, damage):
     variable, checkpoint = _three_checkpoints(tmp_path)
     DAMAGE[damage](tmp_path)
     lines = []
-    prefix = checkpoint_io.newest_readable(tmp_path, lines.append, tidy=True)
+    prefix = run_files.newest_readable(tmp_path, lines.append, tidy=True)
     assert prefix.endswith("ckpt-20")
     assert len(lines) == 1 and "ckpt-30 does not read" in lines[0]
     assert "trying the next older one" in lines[0]
@@ -78,7 +78,7 @@ def test_the_newest_readable_checkpoint_is_used(tmp_path, damage):
     _, _, manager = _manager(tmp_path)
     assert manager.latest_checkpoint.endswith("ckpt-20")
     assert manager.save(checkpoint_number=30).endswith("ckpt-30")
-    assert checkpoint_io.newest_readable(tmp_path, lines.append) \
+    assert run_files.newest_readable(tmp_path, lines.append) \
         .endswith("ckpt-30")
 
 
@@ -89,24 +89,24 @@ def test_when_no_checkpoint_reads_the_error_lists_each(tmp_path):
     with pytest.raises(StorageError, match=r"no checkpoint in .* reads "
                        r"\(tried ckpt-30: .*; ckpt-20: .*; ckpt-10: .*\)\. "
                        r"Restore the files"):
-        checkpoint_io.newest_readable(tmp_path, lambda line: None)
-    assert checkpoint_io.newest_readable(tmp_path / "empty") is None
+        run_files.newest_readable(tmp_path, lambda line: None)
+    assert run_files.newest_readable(tmp_path / "empty") is None
 
 
 _FILL_THE_DISK = textwrap.dedent("""
     import resource, signal, sys
     import tensorflow as tf
     from bert_tf.safe_io import StorageError
-    from bert_tf.training import checkpoint_io
+    from bert_tf.checkpoints import run_files
     variable = tf.Variable(tf.ones([250_000]))  # 1 MB
     checkpoint = tf.train.Checkpoint(v=variable)
     manager = tf.train.CheckpointManager(checkpoint, sys.argv[1], 5)
-    checkpoint_io.save(manager, 20)
+    run_files.save(manager, 20)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, resource.RLIM_INFINITY))
     variable.assign(tf.fill([250_000], 2.0))
     try:
-        checkpoint_io.save(manager, 40)
+        run_files.save(manager, 40)
     except StorageError as error:
         print("ERROR", error)
 """)
@@ -127,7 +127,7 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_last_good_one(tmp_path):
     names = sorted(p.name for p in directory.iterdir())
     assert names == ["checkpoint", "ckpt-20.data-00000-of-00001",
                      "ckpt-20.index"]
-    assert checkpoint_io.newest_readable(directory).endswith("ckpt-20")
+    assert run_files.newest_readable(directory).endswith("ckpt-20")
 
 
 def test_causes_are_told_apart():
@@ -246,11 +246,11 @@ def test_a_broken_export_is_named_in_one_line(toy_run, tmp_path, capsys):
 _SAVE_FOREVER = textwrap.dedent("""
     import sys
     import tensorflow as tf
-    from bert_tf.training import checkpoint_io
+    from bert_tf.checkpoints import run_files
     variable = tf.Variable(tf.zeros([2_000_000]))  # 8 MB per checkpoint
     checkpoint = tf.train.Checkpoint(v=variable)
     manager = tf.train.CheckpointManager(checkpoint, sys.argv[1], 3)
-    step = checkpoint_io.newest_readable(sys.argv[1], tidy=True)
+    step = run_files.newest_readable(sys.argv[1], tidy=True)
     step = int(step.rsplit("-", 1)[1]) if step else 0
     if step:
         checkpoint.read(manager.latest_checkpoint)
@@ -258,7 +258,7 @@ _SAVE_FOREVER = textwrap.dedent("""
     while True:
         step += 1
         variable.assign(tf.fill([2_000_000], float(step)))
-        checkpoint_io.save(manager, step)
+        run_files.save(manager, step)
 """)
 
 
@@ -276,7 +276,7 @@ def test_sigkill_during_checkpoint_writes_never_loses_the_last_good_one(
         time.sleep(rng.uniform(0.05, 1.0))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
-        prefix = checkpoint_io.newest_readable(directory, lambda line: None,
+        prefix = run_files.newest_readable(directory, lambda line: None,
                                                tidy=True)
         assert prefix is not None
         value = tf.train.load_checkpoint(prefix).get_tensor(
@@ -320,12 +320,12 @@ def test_a_cut_off_best_model_swap_is_put_back(tmp_path):
     (best / "best.json").write_text(json.dumps({"value": 0.5}))
     variable = tf.Variable([1.0, 2.0])
     checkpoint = tf.train.Checkpoint(v=variable)
-    checkpoint_io.save_best(checkpoint, best, {"value": 0.7})
+    run_files.save_best(checkpoint, best, {"value": 0.7})
     assert json.loads((best / "best.json").read_text()) == {"value": 0.7}
     # A crash between moving the old aside and moving the new in:
     best.rename(tmp_path / "best.old")
     (tmp_path / "best.partial").mkdir()
-    assert checkpoint_io.recover_best(best)
+    assert run_files.recover_best(best)
     assert json.loads((best / "best.json").read_text()) == {"value": 0.7}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]
 
@@ -335,7 +335,7 @@ def test_a_failed_best_model_write_keeps_the_previous_best(tmp_path,
     best = tmp_path / "best"
     variable = tf.Variable([1.0, 2.0])
     checkpoint = tf.train.Checkpoint(v=variable)
-    checkpoint_io.save_best(checkpoint, best, {"value": 0.5})
+    run_files.save_best(checkpoint, best, {"value": 0.5})
     (best / "task.yaml").write_text("kind: x\n")
     before = {p.name: p.read_bytes() for p in best.iterdir()}
 
@@ -344,7 +344,7 @@ def test_a_failed_best_model_write_keeps_the_previous_best(tmp_path,
     monkeypatch.setattr(checkpoint, "write", full)
     with pytest.raises(StorageError, match=r"cannot write the best model to "
                        r".*best: no space"):
-        checkpoint_io.save_best(checkpoint, best, {"value": 0.9})
+        run_files.save_best(checkpoint, best, {"value": 0.9})
     assert {p.name: p.read_bytes() for p in best.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]
 
@@ -375,7 +375,7 @@ def test_pretraining_resumes_past_a_truncated_newest_checkpoint(
                      r"ckpt-40.data-00000-of-00001, ckpt-40.index: .*\); "
                      r"trying the next older one", output), output[-2000:]
     assert re.search(r"restored .*ckpt-20 at step 20", output)
-    assert checkpoint_io.newest_readable(checkpoints).endswith("ckpt-60")
+    assert run_files.newest_readable(checkpoints).endswith("ckpt-60")
     assert sorted(p.name for p in (checkpoints / "unreadable").iterdir()) \
         == ["ckpt-40.data-00000-of-00001", "ckpt-40.index"]
 
@@ -404,7 +404,7 @@ def test_fine_tuning_resumes_past_a_missing_shard_and_keeps_its_best(
                      text), text
     assert re.search(r"restored .*ckpt-10 at step 10", text)
     assert result.best["value"] >= best["value"]
-    assert checkpoint_io.newest_readable(checkpoints).endswith("ckpt-40")
+    assert run_files.newest_readable(checkpoints).endswith("ckpt-40")
     assert not (tmp_path / "run" / "best.partial").exists()
 
 

@@ -15,7 +15,7 @@ from test_export import _compile_serving_check
 from toy_tagging import ENCODER, toy_tagging_config, write_toy_tagging
 
 from bert_tf import cli
-from bert_tf.data import sample_texts as wnut
+from bert_tf.samples import readers as wnut
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.serving import export as export_lib
 from bert_tf.tasks.tagging import data as conll

@@ -6,7 +6,7 @@ original TF1 variable names and layouts), which one table maps onto our
 layers. One module per format:
 
 - `native.py`: our checkpoint directories (`config.yaml`, `vocab.txt`,
-  `model.ckpt.*` in the layout of `models/checkpoint_layout.py`);
+  `model.ckpt.*` in the layout of `checkpoints/layout.py`);
 - `hf.py` (with `torch_zip.py` for `pytorch_model.bin` without torch);
 - `tf1.py`: the original `bert_model.ckpt` + `bert_config.json`;
 - `garden.py`: Model Garden `BertEncoderV2`;
@@ -31,7 +31,7 @@ from bert_tf.checkpoints.native import (Pretrained, check_vocab_size,
 from bert_tf.checkpoints.tf1 import read_tf1, save_tf1_checkpoint
 from bert_tf.checkpoints.torch_zip import read_torch_state_dict
 from bert_tf.config_io import CONFIG_FILE, VOCAB_FILE, WEIGHTS_PREFIX
-from bert_tf.models.checkpoint_layout import model_checkpoint
+from bert_tf.checkpoints.layout import model_checkpoint
 
 __all__ = [
     "CONFIG_FILE", "Pretrained", "READERS", "SOURCES",

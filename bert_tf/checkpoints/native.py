@@ -1,5 +1,5 @@
 """Our own checkpoint directories: `config.yaml`, `vocab.txt` and
-`model.ckpt.*` in the layout of `models/checkpoint_layout.py`; reading
+`model.ckpt.*` in the layout of `checkpoints/layout.py`; reading
 them back with checks that name what does not fit."""
 
 import dataclasses
@@ -10,7 +10,7 @@ from bert_tf import config as config_lib
 from bert_tf.checkpoints.files import checkpoint_prefix, read_checkpoint
 from bert_tf.config import EncoderConfig
 from bert_tf.config_io import CONFIG_FILE, VOCAB_FILE, WEIGHTS_PREFIX
-from bert_tf.models.checkpoint_layout import (ENCODER_ROOT, STATE_ROOTS,
+from bert_tf.checkpoints.layout import (ENCODER_ROOT, STATE_ROOTS,
                                               model_checkpoint)
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer

@@ -243,7 +243,7 @@ _FILE_READERS = {"sentences": read_sentence_per_line,
 def _source(corpus, stats, cache=None):
     scheme, _, rest = corpus.partition(":")
     if scheme == "sample":
-        from bert_tf.data import samples
+        from bert_tf import samples
         if rest == "wikipedia":
             path = next(samples.fetch("wikipedia", cache).glob("enwiki-*"))
             return read_wikipedia_dump(path)
@@ -251,7 +251,7 @@ def _source(corpus, stats, cache=None):
             path = samples.fetch("lee", cache) / "lee_background.cor"
             return read_document_per_line(path, stats)
         if rest == "rt_train":
-            from bert_tf.data.sample_texts import rt_splits
+            from bert_tf.samples.readers import rt_splits
             texts, _ = rt_splits(cache)["train"]
             return ([text] for text in texts)
         raise ValueError(f"Unknown sample corpus {corpus!r}; use "

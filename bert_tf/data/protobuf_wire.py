@@ -1,6 +1,7 @@
-"""The two pieces of the protobuf wire format we write by hand (pair
-records in worker processes that do not load TensorFlow, TF Serving
-warm-up requests): varints and length-delimited fields."""
+"""The two pieces of the protobuf wire format that pair records need,
+written by hand because the worker processes that write them do not load
+TensorFlow (and so have no `tf.train.Example`): varints and
+length-delimited fields."""
 
 
 def varint(value):

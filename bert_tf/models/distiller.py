@@ -30,7 +30,6 @@ training checkpoints, for an exact resume, under its own root).
 import keras
 import tensorflow as tf
 
-from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import INPUT_NAMES, select_inputs
 
 TEACHER_KEY = "teacher_logits"
@@ -205,7 +204,7 @@ def checked_layer_map(student, teacher, layer_map, attention_weight):
     return layer_map
 
 
-class Distiller(CheckpointLayout, keras.Model):
+class Distiller(keras.Model):
     """A student task model trained on a teacher's outputs.
 
     Args:
@@ -295,11 +294,12 @@ class Distiller(CheckpointLayout, keras.Model):
     def checkpoint_heads(self):
         return self.student.checkpoint_heads()
 
-    def checkpoint_roots(self):
-        roots = super().checkpoint_roots()
-        if self.projection is not None:
-            roots[PROJECTION_ROOT] = self.projection
-        return roots
+    def extra_checkpoint_roots(self):
+        """The projection of matched hidden states, if any: trained, so a
+        resumed run restores it; best weights are the student's only."""
+        if self.projection is None:
+            return {}
+        return {PROJECTION_ROOT: self.projection}
 
     def call(self, inputs, training=None):
         if not (training and self.matches_layers):

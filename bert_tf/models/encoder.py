@@ -11,7 +11,7 @@ from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
 from bert_tf.layers.transformer import TransformerBlock
 from bert_tf.text.features import INPUT_NAMES
-from bert_tf.training.keras_compat import replace_sublayer
+from bert_tf.keras_compat import replace_sublayer
 
 
 def select_inputs(inputs, names):

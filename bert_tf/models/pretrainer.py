@@ -8,7 +8,6 @@ from keras import ops
 from bert_tf.layers.heads import MaskedLMHead, NextSentenceHead
 from bert_tf.losses import (global_sum, masked_lm_loss,
                             next_sentence_loss, scale_for_replicas)
-from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder, encoder_inputs,
                                     from_config_with_encoder, select_inputs)
 
@@ -16,7 +15,7 @@ PRETRAINING_INPUT_NAMES = INPUT_NAMES + ("masked_lm_positions",)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainer(CheckpointLayout, keras.Model):
+class BertPretrainer(keras.Model):
     """BERT with its two pre-training tasks.
 
     Takes a feature dict with `input_word_ids`, `input_mask`,
@@ -123,7 +122,7 @@ class BertPretrainer(CheckpointLayout, keras.Model):
         return scale_for_replicas(loss)
 
     def checkpoint_heads(self):
-        """The heads by checkpoint root (see `models/checkpoint_layout.py`)."""
+        """The heads by checkpoint root (see `checkpoints/layout.py`)."""
         return {root: head for root, head in zip(
             self.CHECKPOINT_ROOTS, (self.masked_lm, self.next_sentence))
             if head is not None}

@@ -4,7 +4,7 @@ standard Keras losses. Each kind's model lives in its folder
 (`bert_tf/tasks/<kind>/model.py`).
 
 Every task model has `encoder`, `head`, a `CHECKPOINT_ROOT` (its head's
-root in checkpoints, see `models/checkpoint_layout.py`) and
+root in checkpoints, see `checkpoints/layout.py`) and
 `checkpoint_heads()`, so the trainer, checkpoints and the exporter handle
 them alike.
 """
@@ -12,12 +12,11 @@ them alike.
 import keras
 
 from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool
-from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
                                     from_config_with_encoder, select_inputs)
 
 
-class TaskModel(CheckpointLayout, keras.Model):
+class TaskModel(keras.Model):
     """What every task model shares: it takes the encoder inputs by name
     (other entries of a feature dict are dropped), keeps its head under
     `CHECKPOINT_ROOT` and serializes with its encoder and `CONFIG_ARGS`."""
@@ -76,7 +75,7 @@ class TaskModel(CheckpointLayout, keras.Model):
                             training=training, mask=mask, **kwargs)
 
     def checkpoint_heads(self):
-        """The head by checkpoint root (see `models/checkpoint_layout.py`)."""
+        """The head by checkpoint root (see `checkpoints/layout.py`)."""
         return {self.CHECKPOINT_ROOT: self.head}
 
     def get_config(self):

@@ -18,7 +18,8 @@ from bert_tf import config as config_lib
 from bert_tf import tasks
 from bert_tf.models.chunked import TOKENS_PER_STEP
 from bert_tf.serving import limits as limits_lib
-from bert_tf.serving import precision as precision_lib
+from bert_tf import precision as precision_lib
+from bert_tf.serving import quantize as quantize_lib
 from bert_tf.safe_io import (check_writable, guarded_write,
                              recover_directory, replace_directory)
 from bert_tf.serving import warmup
@@ -221,9 +222,9 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
         dtype=precision_lib.POLICIES[precision], **options)
-    int8 = precision_lib.quantize(model, precision, spec, vocab, calibration,
+    int8 = quantize_lib.quantize(model, precision, spec, vocab, calibration,
                                   calibration_texts, log)
-    rows = precision_lib.branch_by_rows(model, precision)
+    rows = quantize_lib.branch_by_rows(model, precision)
     if dataclasses.is_dataclass(spec):  # a task's typed spec
         spec = config_lib.to_dict(spec)
     spec = {**spec, "precision": precision,

@@ -31,7 +31,8 @@ import tensorflow as tf
 from bert_tf import checkpoints
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.safe_io import check_writable, guarded_write, replace_directory
-from bert_tf.serving import precision as precision_lib
+from bert_tf import precision as precision_lib
+from bert_tf.serving import quantize as quantize_lib
 from bert_tf.serving.export import audit_ops
 from bert_tf.tasks.base import check_lengths
 from bert_tf.storage import GPath
@@ -209,7 +210,7 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     precision = precision_lib.resolve(precision, log)
     pretrained = checkpoints.load_encoder(
         checkpoint, dtype=precision_lib.POLICIES[precision])
-    precision_lib.quantize(pretrained.encoder, precision,
+    quantize_lib.quantize(pretrained.encoder, precision,
                            {"seq_length": seq_length}, pretrained.vocab,
                            texts_file=calibration_texts, log=log)
     check_lengths(pretrained.config, seq_length=seq_length)

@@ -3,7 +3,7 @@ missing file, named in one line instead of a deep loader traceback."""
 
 from bert_tf.safe_io import StorageError
 from bert_tf.storage import GPath
-from bert_tf.training.checkpoint_io import files_of, read_error
+from bert_tf.checkpoints.run_files import files_of, read_error
 
 
 def find_damage(path, read_variables=True):

@@ -2,22 +2,12 @@
 
 A TFRecord file of `tensorflow.serving.PredictionLog` protos that TF Serving
 replays when it loads a model, so the first real request does not pay for
-graph initialization. The protos are written by hand from their field
-numbers (prediction_log.proto, predict.proto, model.proto): the
-`tensorflow-serving-api` package would pin another TensorFlow.
+graph initialization. The protos are `tensorflow-serving-api`'s own (its
+2.20 release asks for the TensorFlow we pin, and grpcio and protobuf, which
+TensorFlow already needs).
 """
 
 import tensorflow as tf
-
-from bert_tf.data.protobuf_wire import field
-
-# PredictionLog.predict_log = 6; PredictLog.request = 1;
-# PredictRequest.model_spec = 1, .inputs = 2 (map<string, TensorProto>);
-# ModelSpec.name = 1, .signature_name = 3; map entries: key = 1, value = 2.
-_PREDICTION_LOG_PREDICT_LOG = 6
-_PREDICT_LOG_REQUEST = 1
-_REQUEST_MODEL_SPEC, _REQUEST_INPUTS = 1, 2
-_SPEC_NAME, _SPEC_SIGNATURE = 1, 3
 
 
 def predict_log(inputs, model_name, signature_name="serving_default"):
@@ -29,19 +19,22 @@ def predict_log(inputs, model_name, signature_name="serving_default"):
         signature_name: the signature to call.
 
     Examples:
-        >>> record = predict_log({"text": ["fine"]}, "rt")
-        >>> record[:1]
-        b'2'
+        >>> from tensorflow_serving.apis import prediction_log_pb2
+        >>> log = prediction_log_pb2.PredictionLog.FromString(
+        ...     predict_log({"text": ["fine"]}, "rt"))
+        >>> log.predict_log.request.model_spec.name
+        'rt'
     """
-    spec = field(_SPEC_NAME, model_name.encode()) + \
-        field(_SPEC_SIGNATURE, signature_name.encode())
-    request = field(_REQUEST_MODEL_SPEC, spec)
+    from tensorflow_serving.apis import (model_pb2, predict_pb2,
+                                         prediction_log_pb2)
+
+    request = predict_pb2.PredictRequest(model_spec=model_pb2.ModelSpec(
+        name=model_name, signature_name=signature_name))
     for name, value in inputs.items():
-        tensor = tf.make_tensor_proto(value).SerializeToString()
-        request += field(_REQUEST_INPUTS,
-                         field(1, name.encode()) + field(2, tensor))
-    return field(_PREDICTION_LOG_PREDICT_LOG,
-                 field(_PREDICT_LOG_REQUEST, request))
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+    return prediction_log_pb2.PredictionLog(
+        predict_log=prediction_log_pb2.PredictLog(request=request)
+    ).SerializeToString(deterministic=True)
 
 
 def write_warmup_requests(path, requests, model_name):

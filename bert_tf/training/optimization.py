@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.config import OptimizerConfig  # noqa: F401 (re-export)
-from bert_tf.training import keras_compat
+from bert_tf import keras_compat
 
 # Variable names (Keras 3 `variable.name`) that get no weight decay:
 # LayerNorm gamma/beta and every bias, as in the original BERT.

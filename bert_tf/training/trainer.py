@@ -25,8 +25,9 @@ from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
 from bert_tf.config_io import WEIGHTS_PREFIX
 from bert_tf.safe_io import check_writable
 from bert_tf.storage import GPath
-from bert_tf.training import (checkpoint_io, distribute, keras_compat,
-                              summaries)
+from bert_tf.checkpoints import layout, run_files
+from bert_tf import keras_compat
+from bert_tf.training import distribute, summaries
 
 
 def _to_next(step, every):
@@ -51,7 +52,7 @@ class TrainingStopped(RuntimeError):
 
 
 class Trainer:
-    """Trains a model with `encoder`, `checkpoint_roots()` and its loss
+    """Trains a model with `encoder`, `checkpoint_heads()` and its loss
 (`compute_loss`, own or compiled): a `BertPretrainer` or a task model.
 
     Args:
@@ -161,9 +162,9 @@ class Trainer:
             log("note: the input comes from a service and is not "
                 "checkpointed; a resumed run draws fresh batches")
         self.checkpoint = tf.train.Checkpoint(
-            **self.model.checkpoint_roots(), **state)
+            **layout.model_roots(self.model), **state)
         self._model_only = tf.train.Checkpoint(
-            **self.model.checkpoint_roots())
+            **layout.model_roots(self.model))
         # Every worker takes part in saving; only the chief keeps the files
         # (the others write to a scratch directory of their own), and every
         # worker resumes from the chief's: a worker killed between the
@@ -177,7 +178,7 @@ class Trainer:
             max_to_keep=config.keep_checkpoints)
         self.best_dir = self.model_dir / "best" if self.is_chief else \
             checkpoint_dir.parent / "best"
-        if checkpoint_io.recover_best(self.best_dir):
+        if run_files.recover_best(self.best_dir):
             self.log(f"put back {self.best_dir}: the last best-model write "
                      "was cut off before it finished")
         self.writer = (tf.summary.create_file_writer(
@@ -300,8 +301,8 @@ class Trainer:
 
     def restore(self):
         """Restores the newest checkpoint that reads (unreadable ones are
-        reported and skipped; see `checkpoint_io`); returns its path."""
-        latest = checkpoint_io.newest_readable(
+        reported and skipped; see `run_files`); returns its path."""
+        latest = run_files.newest_readable(
             self.checkpoint_dir, self.log, tidy=self.is_chief)
         if latest and latest != self.manager.latest_checkpoint:
             self.manager = tf.train.CheckpointManager(
@@ -381,8 +382,8 @@ class Trainer:
     def save_best_weights(self, best=None):
         """Writes the model's weights (no optimizer) and `best` (to
         best.json) to `best_dir`, whole or not at all (see
-        `checkpoint_io.save_best`)."""
-        checkpoint_io.save_best(self._model_only, self.best_dir, best)
+        `run_files.save_best`)."""
+        run_files.save_best(self._model_only, self.best_dir, best)
         if best is not None:
             self.best = best
 
@@ -394,7 +395,7 @@ class Trainer:
 
     def save(self):
         step = int(self.step.numpy())
-        path = checkpoint_io.save(self.manager, step)
+        path = run_files.save(self.manager, step)
         self._saved_step = step
         self.log(f"wrote checkpoint {path}")
         return path

@@ -16,7 +16,7 @@ test digests, fixed by `seed`.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.sample_texts import rt_splits
+from bert_tf.samples.readers import rt_splits
 from bert_tf.tasks.classification.task_data import TaskData
 
 LABELS = ("negative", "positive")

@@ -1,10 +1,10 @@
 """The real sentiment sample as a classification task: Rotten Tomatoes
-movie-review sentences (see `bert_tf.data.sample_texts`)."""
+movie-review sentences (see `bert_tf.samples.readers`)."""
 
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.sample_texts import rt_splits
+from bert_tf.samples.readers import rt_splits
 from bert_tf.tasks.classification.task_data import TaskData
 
 LABELS = ("negative", "positive")

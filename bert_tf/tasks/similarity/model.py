@@ -5,7 +5,6 @@ import keras
 from keras import ops
 
 from bert_tf.layers.heads import MaskedMeanPool
-from bert_tf.models.checkpoint_layout import CheckpointLayout
 from bert_tf.models.encoder import INPUT_NAMES, from_config_with_encoder
 
 
@@ -17,7 +16,7 @@ def normalized(vectors):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertBiEncoder(CheckpointLayout, keras.Model):
+class BertBiEncoder(keras.Model):
     """Sentence-pair similarity with one shared encoder (sentence-BERT).
 
     Inputs are the encoder inputs of both texts stacked on axis 1,

@@ -15,7 +15,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import sample_texts
+from bert_tf.samples import readers
 from bert_tf.storage import GPath
 from bert_tf.tasks.batching import split_of
 
@@ -169,7 +169,7 @@ def _context_entities(tweets, separator="\n\n"):
         position += len(separator) - 1
         parts.append(" ".join(tokens))
         entities += [(t, " ".join(tokens[a:b + 1]), starts[a])
-                     for t, a, b in sample_texts.entity_spans(tags)]
+                     for t, a, b in readers.entity_spans(tags)]
     return separator.join(parts), entities
 
 
@@ -181,7 +181,7 @@ def wnut_qa_examples(sentences, seed=0, offset=0):
     for number, item in enumerate(sentences, offset):
         tweets = item if isinstance(item, list) else [item]
         context, entities = _context_entities(tweets)
-        present = [t for t in sample_texts.TYPES
+        present = [t for t in readers.TYPES
                    if any(e[0] == t for e in entities)]
         for kind in present:
             chosen = [(text, start) for t, text, start in entities
@@ -189,7 +189,7 @@ def wnut_qa_examples(sentences, seed=0, offset=0):
             examples.append(_example(
                 f"wnut-{number}-{kind}", QUESTIONS[kind], context,
                 [c[0] for c in chosen], [c[1] for c in chosen], False))
-        absent = [t for t in sample_texts.TYPES if t not in present]
+        absent = [t for t in readers.TYPES if t not in present]
         if absent:
             kind = absent[int(rng.integers(len(absent)))]
             examples.append(_example(f"wnut-{number}-{kind}",
@@ -223,7 +223,7 @@ def load_wnut_qa(cache=None, seed=0, threads=False):
     annotated span of that type as a gold answer; and for one type absent
     from the tweet (drawn with `seed`), the same question, unanswerable
     (SQuAD 2.0 style). Split by tweet with the documented WNUT split
-    (`bert_tf.data.sample_texts`): 1,212 answerable and 2,394 unanswerable
+    (`bert_tf.samples.readers`): 1,212 answerable and 2,394 unanswerable
     questions in all.
 
     With `threads` (`sample:wnut_qa_threads`), training also holds the
@@ -238,9 +238,9 @@ def load_wnut_qa(cache=None, seed=0, threads=False):
         >>> {k: len(v) for k, v in data.splits.items()}
         {'train': 2884, 'validation': 354, 'test': 368}
     """
-    sentences = sample_texts.read_wnut(cache)
+    sentences = readers.read_wnut(cache)
     splits = {}
-    splits_of = sample_texts.split_indices(len(sentences), seed)
+    splits_of = readers.split_indices(len(sentences), seed)
     for split, indices in splits_of.items():
         examples = []
         for i in indices:

@@ -8,7 +8,7 @@ IOB2/BIO and IOBES are read and converted).
 
 import dataclasses
 
-from bert_tf.data import sample_texts
+from bert_tf.samples import readers
 from bert_tf.storage import GPath
 from bert_tf.tasks.batching import split_of
 
@@ -143,10 +143,10 @@ def load_conll2003(data_dir=None):
 
 
 def load_wnut_ner(cache=None, seed=0):
-    """WNUT-16 with the documented split (`bert_tf.data.sample_texts`)."""
-    sentences = sample_texts.read_wnut(cache)
+    """WNUT-16 with the documented split (`bert_tf.samples.readers`)."""
+    sentences = readers.read_wnut(cache)
     splits = {split: [sentences[i] for i in indices] for split, indices in
-              sample_texts.split_indices(len(sentences), seed).items()}
+              readers.split_indices(len(sentences), seed).items()}
     return TaggingData("sample:wnut_ner", _labels(splits), splits)
 
 

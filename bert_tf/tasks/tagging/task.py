@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import sample_texts
+from bert_tf.samples import readers
 from bert_tf.models.chunked import map_in_chunks
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
@@ -62,7 +62,7 @@ class Tagging(Task):
 
     def describe(self, data):
         train = data.split("train")
-        entities = sum(len(sample_texts.entity_spans(tags)) for _, tags in train)
+        entities = sum(len(readers.entity_spans(tags)) for _, tags in train)
         return (f"{len(train):,} training sentences, {entities:,} entities "
                 f"of {len(data.types)} types ({', '.join(data.types)})")
 

@@ -1,6 +1,15 @@
-"""Precision by the hardware: bf16 is fast only on CPUs with AVX512_BF16 or
-AMX (and on accelerators); elsewhere oneDNN emulates it, slower than fp32.
-`auto` settings in the configs and `bert-tf export --precision` ask here.
+"""Precision by the hardware, for training and for exports alike: bf16 is
+fast only on CPUs with AVX512_BF16 or AMX (and on accelerators); elsewhere
+oneDNN emulates it, slower than fp32. int8 is fast only with VNNI or
+AMX-INT8. `auto` settings in the configs and `bert-tf export --precision`
+ask here.
+
+An export's precision: bf16 halves the bytes every matmul reads and, on
+CPUs with AVX512_BF16 or AMX, doubles the arithmetic per cycle; an export
+records its precision, and loading a bf16 export on a CPU without bf16
+warns. int8 quarters the bytes and changes results a little, so `auto`
+never picks it; an int8 export on a CPU without VNNI or AMX-INT8 says it
+is emulated. What an export does for int8 is `bert_tf/serving/quantize.py`.
 """
 
 import warnings
@@ -128,3 +137,58 @@ def warn_if_emulated(precision, where, cpuinfo="/proc/cpuinfo"):
             "neither AVX512_BF16 nor AMX: bf16 is emulated here and slower "
             "than fp32. Export it again with --precision fp32 (or auto) for "
             "this machine.", RuntimeWarning, stacklevel=3)
+
+
+PRECISIONS = ("fp32", "bf16", "int8", "auto")
+# The Keras dtype policy each precision builds the model in: `bfloat16`
+# stores the variables as bf16, so no weight is cast per call (layer norms
+# stay float32: `bert_tf.layers.base.norm_policy`). int8 is built in
+# float32, then its encoder's matmuls are quantized (`to_int8`).
+POLICIES = {"fp32": "float32", "bf16": "bfloat16", "int8": "float32"}
+
+
+def resolve(precision, log=print, cpuinfo="/proc/cpuinfo"):
+    """`fp32` or `bf16` for `precision` (`auto`: bf16 where the CPU has
+    AVX512_BF16 or AMX, fp32 otherwise; the choice is logged).
+
+    Examples:
+        >>> resolve("fp32")
+        'fp32'
+        >>> resolve("auto", log=lambda line: None, cpuinfo="/nonexistent")
+        'fp32'
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"--precision {precision}: use one of "
+                         f"{', '.join(PRECISIONS)}.")
+    if precision == "int8":
+        warn_if_emulated("int8", "this export", cpuinfo=cpuinfo)
+    if precision != "auto":
+        return precision
+    flags = cpu_bf16_flags(cpuinfo)
+    chosen = "bf16" if flags else "fp32"
+    log("precision auto: " + describe_choice(chosen, flags))
+    return chosen
+
+
+def add_precision_arguments(parser):
+    """`bert-tf export`'s flags of precision and int8 calibration."""
+    parser.add_argument(
+        "--precision", choices=PRECISIONS,
+        help="savedmodel/hub: fp32 (default); bf16 (bf16 weights; norms, "
+             "softmax, outputs fp32; fast with AVX512_BF16/AMX, emulated "
+             "elsewhere); "
+             "int8 (int8 encoder matmuls on VNNI/AMX-INT8; results change "
+             "slightly); auto (bf16 where this CPU has it, never int8)")
+    parser.add_argument(
+        "--calibration", type=int, metavar="N",
+        help="int8 of a run: smooth the outlier channels its matmuls see "
+             f"on N of its training examples (default {CALIBRATION_EXAMPLES}"
+             "; 0: none)")
+    parser.add_argument("--calibration-texts", metavar="FILE",
+                        help="int8: calibrate on these texts (one per line)")
+
+
+# How many of a run's training examples calibrate an int8 export.
+CALIBRATION_EXAMPLES = 256
+CALIBRATION_BATCH = 32
+

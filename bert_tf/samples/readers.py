@@ -18,7 +18,7 @@ task built on it.
 
 import numpy as np
 
-from bert_tf.data import samples
+from bert_tf import samples
 
 RT_FILE = "movieReviewSnippets_GroundTruth.txt"
 FILE = "ner.txt"

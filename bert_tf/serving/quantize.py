@@ -1,49 +1,12 @@
-"""The precision of an export: fp32, bf16 weights where the CPU computes
-bf16 natively, or int8 matmuls where it has VNNI or AMX-INT8.
-
-bf16 halves the bytes every matmul reads and, on CPUs with AVX512_BF16 or
-AMX, doubles the arithmetic per cycle. Elsewhere oneDNN emulates it and it
-is slower than fp32, so `auto` looks at the CPU and an export records its
-precision: loading a bf16 export on a CPU without bf16 warns. int8
-quarters the bytes and changes results a little, so `auto` never picks
-it; an int8 export on a CPU without VNNI or AMX-INT8 says it is emulated.
+"""What an export does to its model for its precision (chosen in
+`bert_tf/precision.py`): int8 quantization of the encoder's matmuls,
+calibrated on the run's own training examples or on given texts, and the
+fp32 graph copy per row class that keeps oneDNN's reordered weights.
 """
 
 import dataclasses
 
-from bert_tf.training.precision import (cpu_bf16_flags, cpu_int8_flags,
-                                        describe_choice, warn_if_emulated)
-
-PRECISIONS = ("fp32", "bf16", "int8", "auto")
-# The Keras dtype policy each precision builds the model in: `bfloat16`
-# stores the variables as bf16, so no weight is cast per call (layer norms
-# stay float32: `bert_tf.layers.base.norm_policy`). int8 is built in
-# float32, then its encoder's matmuls are quantized (`to_int8`).
-POLICIES = {"fp32": "float32", "bf16": "bfloat16", "int8": "float32"}
-
-
-def resolve(precision, log=print, cpuinfo="/proc/cpuinfo"):
-    """`fp32` or `bf16` for `precision` (`auto`: bf16 where the CPU has
-    AVX512_BF16 or AMX, fp32 otherwise; the choice is logged).
-
-    Examples:
-        >>> resolve("fp32")
-        'fp32'
-        >>> resolve("auto", log=lambda line: None, cpuinfo="/nonexistent")
-        'fp32'
-    """
-    if precision not in PRECISIONS:
-        raise ValueError(f"--precision {precision}: use one of "
-                         f"{', '.join(PRECISIONS)}.")
-    if precision == "int8":
-        warn_if_emulated("int8", "this export", cpuinfo=cpuinfo)
-    if precision != "auto":
-        return precision
-    flags = cpu_bf16_flags(cpuinfo)
-    chosen = "bf16" if flags else "fp32"
-    log("precision auto: " + describe_choice(chosen, flags))
-    return chosen
-
+from bert_tf.precision import CALIBRATION_BATCH, CALIBRATION_EXAMPLES
 
 def branch_by_rows(model, precision):
     """An fp32 `model`'s encoder run in one graph copy per row class
@@ -55,28 +18,6 @@ def branch_by_rows(model, precision):
     encoder = getattr(model, "encoder", model)
     encoder.branch_by_rows()
     return encoder.row_class_bounds
-
-
-def add_precision_arguments(parser):
-    """`bert-tf export`'s flags of precision and int8 calibration."""
-    parser.add_argument(
-        "--precision", choices=PRECISIONS,
-        help="savedmodel/hub: fp32 (default); bf16 (bf16 weights; norms, "
-             "softmax, outputs fp32; fast with AVX512_BF16/AMX, emulated elsewhere); "
-             "int8 (int8 encoder matmuls on VNNI/AMX-INT8; results change "
-             "slightly); auto (bf16 where this CPU has it, never int8)")
-    parser.add_argument(
-        "--calibration", type=int, metavar="N",
-        help="int8 of a run: smooth the outlier channels its matmuls see "
-             f"on N of its training examples (default {CALIBRATION_EXAMPLES}"
-             "; 0: none)")
-    parser.add_argument("--calibration-texts", metavar="FILE",
-                        help="int8: calibrate on these texts (one per line)")
-
-
-# How many of a run's training examples calibrate an int8 export.
-CALIBRATION_EXAMPLES = 256
-CALIBRATION_BATCH = 32
 
 
 def quantize(model, precision, spec=None, vocab=None, examples=0,
@@ -157,5 +98,4 @@ def calibration(model, spec, vocab, examples=CALIBRATION_EXAMPLES,
     return lambda: [model(batch[0], training=False) for batch in batches]
 
 
-__all__ = ["POLICIES", "PRECISIONS", "calibration", "quantize", "resolve",
-           "warn_if_emulated", "cpu_int8_flags"]
+__all__ = ["branch_by_rows", "calibration", "quantize"]

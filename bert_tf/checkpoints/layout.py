@@ -38,9 +38,19 @@ def model_checkpoint(encoder, **heads):
     return tf.train.Checkpoint(**checkpoint_roots(encoder, **heads))
 
 
-class CheckpointLayout:
-    """Mixin for models with `encoder` and `checkpoint_heads()`: what the
-    trainer checkpoints, without knowing which model it trains."""
+def model_roots(model):
+    """{root: trackable} of a model with `encoder` and `checkpoint_heads()`
+    (and optionally `extra_checkpoint_roots()`, state beside the heads that
+    a trainer checkpoint keeps but best weights do not need): what the
+    trainer checkpoints, without knowing which model it trains.
 
-    def checkpoint_roots(self):
-        return checkpoint_roots(self.encoder, **self.checkpoint_heads())
+    Examples:
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> from bert_tf.models.pretrainer import BertPretrainer
+        >>> sorted(model_roots(BertPretrainer(BertEncoder.from_preset(
+        ...     "bert_tiny"))))
+        ['encoder', 'masked_lm', 'next_sentence']
+    """
+    extra = getattr(model, "extra_checkpoint_roots", dict)()
+    return {**checkpoint_roots(model.encoder, **model.checkpoint_heads()),
+            **extra}
