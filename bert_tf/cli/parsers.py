@@ -1,238 +1,17 @@
-"""The `bert-tf` command: parse, call the library, print what was written where."""
+"""`bert-tf`'s argument parser: one builder per group of subcommands.
+Building it imports no TensorFlow (`bert-tf --help` stays instant); each
+command's work is in `commands.py`."""
 
 import argparse
-import os
-import sys
-import warnings
 
+from bert_tf.cli.commands import (_config, _convert, _data_service, _demo,
+                                  _export, _features, _finetune, _pairs,
+                                  _predict, _presets, _pretrain, _samples,
+                                  _vocab, demo_script)
 from bert_tf.config_io import CHECKPOINT_SOURCES
-from bert_tf.serving import FORMATS, old_kind_spelling
-from bert_tf.serving.limits import add_limit_arguments
 from bert_tf.precision import add_precision_arguments
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
-
-def _presets(args):
-    from bert_tf import config, presets
-
-    print(f"{'preset':<20} {'L':>3} {'H':>5} {'A':>3} {'parameters':>13}")
-    for name in presets.available():
-        cfg = config.load_preset(name)
-        print(f"{name:<20} {cfg.num_layers:>3} {cfg.hidden_size:>5} "
-              f"{cfg.num_heads:>3} {cfg.num_parameters():>13,}")
-
-
-def _config(args):
-    import yaml
-
-    from bert_tf import config, presets
-
-    path = presets.preset_path(args.preset) if args.preset else args.config
-    cfg = config.load_config(path, config.ModelConfig, args.set)
-    print(yaml.safe_dump(config.to_dict(cfg), sort_keys=False), end="")
-
-
-def _convert(args):
-    from bert_tf import checkpoints
-
-    checkpoints.convert(args.source, args.input, args.output, args.vocab)
-
-
-def _samples(args):
-    from bert_tf import samples
-
-    for name in args.names or sorted(samples.ASSETS):
-        path = samples.fetch(name, cache=args.cache, log=print)
-        print(f"{name:<13} {path}")
-
-
-def _corpus(specs, cache):
-    from bert_tf.data import documents
-
-    docs, stats = documents.load_documents(specs, cache=cache)
-    print(f"read {stats.documents:,} documents, {stats.sentences:,} "
-          f"sentences from {', '.join(specs)} (skipped "
-          f"{stats.empty_documents} empty; {stats.lines_with_invalid_utf8} "
-          "line(s) with invalid UTF-8 repaired)")
-    return docs
-
-
-def _vocab(args):
-    from bert_tf.storage import GPath
-    from bert_tf.text.vocab_learning import learn_vocab
-
-    docs = _corpus(args.corpus, args.cache)
-    vocab = learn_vocab((s for d in docs for s in d), args.size,
-                        lower_case=not args.cased, min_count=args.min_count)
-    GPath(args.out).parent.mkdir(parents=True, exist_ok=True)
-    vocab.save(args.out)
-    print(f"wrote {args.out} ({vocab.size:,} tokens, "
-          f"{'cased' if args.cased else 'uncased'})")
-
-
-def _pairs(args):
-    from bert_tf.data import pairs
-    from bert_tf.text.tokenizer import BertTokenizer
-
-    if args.runner:
-        from bert_tf.data.pairs_beam import run_pairs_pipeline
-
-        options = list(args.pipeline_args)
-        if args.runner == "DirectRunner" and args.workers > 1:
-            options += [f"--direct_num_workers={args.workers}",
-                        "--direct_running_mode=multi_processing"]
-        run_pairs_pipeline(args.corpus, args.vocab, args.out,
-                           seq_length=args.seq_length,
-                           dupe_factor=args.dupe_factor, seed=args.seed,
-                           num_shards=args.shards or 0,
-                           eval_share=args.eval_share, runner=args.runner,
-                           pipeline_args=options, cache=args.cache)
-        return
-    docs = _corpus(args.corpus, args.cache)
-    tokenizer = BertTokenizer(args.vocab)
-    pairs.write_pairs(docs, tokenizer, args.out, seq_length=args.seq_length,
-                      dupe_factor=args.dupe_factor, seed=args.seed,
-                      workers=args.workers, num_shards=args.shards,
-                      eval_share=args.eval_share)
-
-
-def _data_service(args):
-    from bert_tf.data import service
-
-    if args.role == "dispatcher":
-        server = service.start_dispatcher(args.port, args.work_dir)
-        port = server.target.rsplit(":", 1)[1]
-        print(f"tf.data service dispatcher at {server.target} (workers: "
-              f"`bert-tf data-service worker --dispatcher HOST:{port}`; "
-              f"trainers: data.service=HOST:{port})"
-              + (f"; journal in {args.work_dir}" if args.work_dir else ""),
-              flush=True)
-    else:
-        if not args.dispatcher:
-            raise ValueError("data-service worker needs --dispatcher "
-                             "HOST:PORT.")
-        server, address = service.start_worker(args.dispatcher, args.port,
-                                               args.host)
-        print(f"tf.data service worker at {address} registered with "
-              f"{args.dispatcher}", flush=True)
-    service.serve_until_stopped(server)
-    print("stopped", flush=True)
-
-
-def _pretrain(args):
-    from bert_tf import pretrain
-
-    cfg = pretrain.load(args.config, args.set)
-    pretrain.run(cfg, dry_run=args.dry_run)
-
-
-def _finetune(args):
-    from bert_tf import distill, finetune
-
-    module = distill if args.command == "distill" else finetune
-    cfg = module.load(args.config, args.set)
-    if args.dry_run or module is finetune:
-        finetune.run(cfg, dry_run=args.dry_run)
-    else:
-        distill.run(cfg)
-
-
-def _export(args):
-    from bert_tf.serving import write_export
-
-    options = ("fixed_length", "precision", "quantize", "calibration",
-               "calibration_texts", "max_input_chars", "max_batch_chars",
-               "seq_length", "normalize", "marker", "top_k", "max_masks")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", FutureWarning)
-        format, kind = old_kind_spelling(args.format, args.kind)
-    for warning in caught:
-        print(f"bert-tf export: {warning.message}", file=sys.stderr)
-    write_export(format, kind, args.checkpoint, args.out,
-                 overwrite=args.overwrite,
-                 **{name: getattr(args, name) for name in options})
-
-
-def _predict(args):
-    from bert_tf.serving.export import print_export_predictions
-
-    if str(args.model).endswith(".tflite"):
-        from bert_tf.serving.tflite import print_predictions
-
-        return print_predictions(args.model, args)
-    print_export_predictions(args.model, args, args.own_process)
-
-
-def _add_export_kinds(parser):
-    """`bert-tf export --help`'s kinds, from the registry (which imports
-    the kinds: only for the help; `write_export` checks a --kind given)."""
-    from bert_tf.serving import export_only_kinds
-    from bert_tf.serving.tflite import tflite_kinds
-
-    names = {"{export_kinds}": ", ".join(export_only_kinds("savedmodel")),
-             "{tflite_kinds}": ", ".join(tflite_kinds())}
-    for action in parser.export_parser._actions:
-        for placeholder, value in names.items():
-            if action.help and placeholder in action.help:
-                action.help = action.help.replace(placeholder, value)
-
-
-def _add_kind_flags(predict_parser, argv):
-    """`bert-tf predict`'s parser with the flags of the `--model` export's
-    kind (each kind declares its own); the kind is set as a default."""
-    finder = argparse.ArgumentParser(add_help=False)
-    finder.add_argument("--model")
-    model = finder.parse_known_args(argv)[0].model
-    if not model:
-        return
-    if str(model).endswith(".tflite"):
-        from bert_tf.serving.tflite import TFLiteModel
-
-        kind = TFLiteModel(model).kind
-    else:
-        from bert_tf.serving.export import exported_kind
-
-        kind = exported_kind(model)
-    from bert_tf import tasks
-
-    group = predict_parser.add_argument_group(f"flags of a {kind} export")
-    tasks.get_export_class(kind).add_predict_arguments(group)
-    predict_parser.set_defaults(export_kind=kind)
-
-
-def _features(args):
-    from bert_tf import checkpoints
-    from bert_tf.storage import GPath
-    from bert_tf.tasks.embeddings.extract import (FeatureExtractor,
-                                                  check_layers, write_features)
-
-    pretrained = checkpoints.load_encoder(args.checkpoint)
-    for choice in args.layers:
-        check_layers(choice, pretrained.config.num_layers)
-    with GPath(args.input).open(errors="replace") as f:
-        texts = [line.rstrip("\r\n") for line in f]
-    extractor = FeatureExtractor(pretrained.encoder, pretrained.vocab, "all",
-                                 args.seq_length, args.doc_stride)
-    GPath(args.out).parent.mkdir(parents=True, exist_ok=True)
-    words = write_features(texts, extractor, args.layers, args.out,
-                           args.batch_size)
-    print(f"wrote {args.out}: {', '.join(args.layers)} features of "
-          f"{words:,} words in {len(texts):,} texts")
-
-
-def demo_script():
-    """`examples/demo.py` of this installation (not part of the library)."""
-    from bert_tf import presets
-
-    return presets.shared_dir() / "examples" / "demo.py"
-
-
-def _demo(args):
-    import runpy
-
-    runpy.run_path(str(demo_script()), run_name="bert_tf_demo")["main"](
-        output_dir=args.output)
+from bert_tf.serving import FORMATS
+from bert_tf.serving.limits import add_limit_arguments
 
 
 def _add_corpus_arguments(parser):
@@ -263,7 +42,16 @@ def build_parser():
         description="BERT pre-training, fine-tuning and serving in "
                     "TensorFlow 2 / Keras 3.")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_model_commands(sub, parser)
+    _add_data_commands(sub, parser)
+    _add_training_commands(sub, parser)
+    _add_export_commands(sub, parser)
+    _add_answer_commands(sub, parser)
+    return parser
 
+
+def _add_model_commands(sub, parser):
+    """presets, config, convert, samples: encoders, their weights and the sample data."""
     p = sub.add_parser("presets", help="list the encoder sizes and their "
                                        "parameter counts")
     p.set_defaults(func=_presets)
@@ -300,6 +88,9 @@ def build_parser():
                                    "$BERT_TF_CACHE or ~/.cache/bert_tf)")
     p.set_defaults(func=_samples)
 
+
+def _add_data_commands(sub, parser):
+    """vocab, pairs, data-service: the pre-training data."""
     p = sub.add_parser("vocab", help="learn a WordPiece vocab from a corpus")
     _add_corpus_arguments(p)
     p.add_argument("--size", type=int, default=30522, help="vocab size")
@@ -353,6 +144,9 @@ def build_parser():
                                       "dispatcher resumes)")
     p.set_defaults(func=_data_service)
 
+
+def _add_training_commands(sub, parser):
+    """pretrain, finetune, distill: the commands that run a config."""
     p = sub.add_parser("pretrain", help="pre-train with a config "
                                         "(strategies, checkpoints, resume)")
     _add_run_arguments(p, "configs/pretrain/sample_cpu.yaml",
@@ -370,6 +164,9 @@ def build_parser():
                        "temperature=4")
     p.set_defaults(func=_finetune, command="distill")
 
+
+def _add_export_commands(sub, parser):
+    """export: SavedModel, TF Hub pair or TFLite file of a run or an encoder."""
     p = sub.add_parser("export", help="write a fine-tuned model (or a "
                                       "pre-trained encoder's embeddings) as "
                                       "a SavedModel, TF Hub pair or TFLite "
@@ -426,6 +223,9 @@ def build_parser():
     p.set_defaults(func=_export)
     parser.export_parser = p
 
+
+def _add_answer_commands(sub, parser):
+    """features, predict, demo: answers from a checkpoint or an export."""
     p = sub.add_parser("features", help="per-word features of chosen "
                                         "layers for raw text (no "
                                         "fine-tuning)")
@@ -475,45 +275,3 @@ def build_parser():
     p.add_argument("--output", default="demo_out",
                    help="directory for what the demo writes")
     p.set_defaults(func=_demo)
-    return parser
-
-
-def main(argv=None):
-    parser = build_parser()
-    own_process = argv is None  # not called in-process, where one may train
-    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    if argv[:1] == ["export"] and {"-h", "--help"} & set(argv):
-        _add_export_kinds(parser)
-    if argv[:1] == ["predict"]:
-        try:
-            _add_kind_flags(parser.predict_parser, argv[1:])
-        except (ValueError, FileNotFoundError) as e:
-            print(f"bert-tf predict: error: {e}", file=sys.stderr)
-            return 2
-    args, extra = parser.parse_known_args(argv)
-    args.own_process = own_process
-    if extra and (args.command != "pairs" or not args.runner):
-        kind = getattr(args, "export_kind", None)
-        print(f"bert-tf {args.command}: error: {' '.join(extra)}: not "
-              f"{f'a flag of a {kind} model' if kind else 'a flag here'}; "
-              f"`bert-tf {args.command} {'--model M ' if kind else ''}--help`"
-              " lists them.", file=sys.stderr)
-        return 2
-    args.pipeline_args = extra
-    try:
-        args.func(args)
-    except (ValueError, FileNotFoundError, RuntimeError) as e:
-        if getattr(e, "exit_code", None):  # stopped on request (SIGTERM)
-            print(f"bert-tf {args.command}: {e}", file=sys.stderr)
-            return e.exit_code
-        print(f"bert-tf {args.command}: error: {e}", file=sys.stderr)
-        # A failed checkpoint restore leaves objects that, when collected,
-        # log one warning per unrestored value; the error above says it all.
-        import logging
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,231 @@
+"""What each `bert-tf` subcommand does: parse nothing, import the library
+lazily (so that `--help` stays instant), call it, print what was written
+where."""
+
+import argparse
+import sys
+import warnings
+
+from bert_tf.serving import old_kind_spelling
+
+
+def _presets(args):
+    from bert_tf import config, presets
+
+    print(f"{'preset':<20} {'L':>3} {'H':>5} {'A':>3} {'parameters':>13}")
+    for name in presets.available():
+        cfg = config.load_preset(name)
+        print(f"{name:<20} {cfg.num_layers:>3} {cfg.hidden_size:>5} "
+              f"{cfg.num_heads:>3} {cfg.num_parameters():>13,}")
+
+
+def _config(args):
+    import yaml
+
+    from bert_tf import config, presets
+
+    path = presets.preset_path(args.preset) if args.preset else args.config
+    cfg = config.load_config(path, config.ModelConfig, args.set)
+    print(yaml.safe_dump(config.to_dict(cfg), sort_keys=False), end="")
+
+
+def _convert(args):
+    from bert_tf import checkpoints
+
+    checkpoints.convert(args.source, args.input, args.output, args.vocab)
+
+
+def _samples(args):
+    from bert_tf import samples
+
+    for name in args.names or sorted(samples.ASSETS):
+        path = samples.fetch(name, cache=args.cache, log=print)
+        print(f"{name:<13} {path}")
+
+
+def _corpus(specs, cache):
+    from bert_tf.data import documents
+
+    docs, stats = documents.load_documents(specs, cache=cache)
+    print(f"read {stats.documents:,} documents, {stats.sentences:,} "
+          f"sentences from {', '.join(specs)} (skipped "
+          f"{stats.empty_documents} empty; {stats.lines_with_invalid_utf8} "
+          "line(s) with invalid UTF-8 repaired)")
+    return docs
+
+
+def _vocab(args):
+    from bert_tf.storage import GPath
+    from bert_tf.text.vocab_learning import learn_vocab
+
+    docs = _corpus(args.corpus, args.cache)
+    vocab = learn_vocab((s for d in docs for s in d), args.size,
+                        lower_case=not args.cased, min_count=args.min_count)
+    GPath(args.out).parent.mkdir(parents=True, exist_ok=True)
+    vocab.save(args.out)
+    print(f"wrote {args.out} ({vocab.size:,} tokens, "
+          f"{'cased' if args.cased else 'uncased'})")
+
+
+def _pairs(args):
+    from bert_tf.data import pairs
+    from bert_tf.text.tokenizer import BertTokenizer
+
+    if args.runner:
+        from bert_tf.data.pairs_beam import run_pairs_pipeline
+
+        options = list(args.pipeline_args)
+        if args.runner == "DirectRunner" and args.workers > 1:
+            options += [f"--direct_num_workers={args.workers}",
+                        "--direct_running_mode=multi_processing"]
+        run_pairs_pipeline(args.corpus, args.vocab, args.out,
+                           seq_length=args.seq_length,
+                           dupe_factor=args.dupe_factor, seed=args.seed,
+                           num_shards=args.shards or 0,
+                           eval_share=args.eval_share, runner=args.runner,
+                           pipeline_args=options, cache=args.cache)
+        return
+    docs = _corpus(args.corpus, args.cache)
+    tokenizer = BertTokenizer(args.vocab)
+    pairs.write_pairs(docs, tokenizer, args.out, seq_length=args.seq_length,
+                      dupe_factor=args.dupe_factor, seed=args.seed,
+                      workers=args.workers, num_shards=args.shards,
+                      eval_share=args.eval_share)
+
+
+def _data_service(args):
+    from bert_tf.data import service
+
+    if args.role == "dispatcher":
+        server = service.start_dispatcher(args.port, args.work_dir)
+        port = server.target.rsplit(":", 1)[1]
+        print(f"tf.data service dispatcher at {server.target} (workers: "
+              f"`bert-tf data-service worker --dispatcher HOST:{port}`; "
+              f"trainers: data.service=HOST:{port})"
+              + (f"; journal in {args.work_dir}" if args.work_dir else ""),
+              flush=True)
+    else:
+        if not args.dispatcher:
+            raise ValueError("data-service worker needs --dispatcher "
+                             "HOST:PORT.")
+        server, address = service.start_worker(args.dispatcher, args.port,
+                                               args.host)
+        print(f"tf.data service worker at {address} registered with "
+              f"{args.dispatcher}", flush=True)
+    service.serve_until_stopped(server)
+    print("stopped", flush=True)
+
+
+def _pretrain(args):
+    from bert_tf import pretrain
+
+    cfg = pretrain.load(args.config, args.set)
+    pretrain.run(cfg, dry_run=args.dry_run)
+
+
+def _finetune(args):
+    from bert_tf import distill, finetune
+
+    module = distill if args.command == "distill" else finetune
+    cfg = module.load(args.config, args.set)
+    if args.dry_run or module is finetune:
+        finetune.run(cfg, dry_run=args.dry_run)
+    else:
+        distill.run(cfg)
+
+
+def _export(args):
+    from bert_tf.serving import write_export
+
+    options = ("fixed_length", "precision", "quantize", "calibration",
+               "calibration_texts", "max_input_chars", "max_batch_chars",
+               "seq_length", "normalize", "marker", "top_k", "max_masks")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FutureWarning)
+        format, kind = old_kind_spelling(args.format, args.kind)
+    for warning in caught:
+        print(f"bert-tf export: {warning.message}", file=sys.stderr)
+    write_export(format, kind, args.checkpoint, args.out,
+                 overwrite=args.overwrite,
+                 **{name: getattr(args, name) for name in options})
+
+
+def _predict(args):
+    from bert_tf.serving.export import print_export_predictions
+
+    if str(args.model).endswith(".tflite"):
+        from bert_tf.serving.tflite import print_predictions
+
+        return print_predictions(args.model, args)
+    print_export_predictions(args.model, args, args.own_process)
+
+
+def _add_export_kinds(parser):
+    """`bert-tf export --help`'s kinds, from the registry (which imports
+    the kinds: only for the help; `write_export` checks a --kind given)."""
+    from bert_tf.serving import export_only_kinds
+    from bert_tf.serving.tflite import tflite_kinds
+
+    names = {"{export_kinds}": ", ".join(export_only_kinds("savedmodel")),
+             "{tflite_kinds}": ", ".join(tflite_kinds())}
+    for action in parser.export_parser._actions:
+        for placeholder, value in names.items():
+            if action.help and placeholder in action.help:
+                action.help = action.help.replace(placeholder, value)
+
+
+def _add_kind_flags(predict_parser, argv):
+    """`bert-tf predict`'s parser with the flags of the `--model` export's
+    kind (each kind declares its own); the kind is set as a default."""
+    finder = argparse.ArgumentParser(add_help=False)
+    finder.add_argument("--model")
+    model = finder.parse_known_args(argv)[0].model
+    if not model:
+        return
+    if str(model).endswith(".tflite"):
+        from bert_tf.serving.tflite import TFLiteModel
+
+        kind = TFLiteModel(model).kind
+    else:
+        from bert_tf.serving.export import exported_kind
+
+        kind = exported_kind(model)
+    from bert_tf import tasks
+
+    group = predict_parser.add_argument_group(f"flags of a {kind} export")
+    tasks.get_export_class(kind).add_predict_arguments(group)
+    predict_parser.set_defaults(export_kind=kind)
+
+
+def _features(args):
+    from bert_tf import checkpoints
+    from bert_tf.storage import GPath
+    from bert_tf.tasks.embeddings.extract import (FeatureExtractor,
+                                                  check_layers, write_features)
+
+    pretrained = checkpoints.load_encoder(args.checkpoint)
+    for choice in args.layers:
+        check_layers(choice, pretrained.config.num_layers)
+    with GPath(args.input).open(errors="replace") as f:
+        texts = [line.rstrip("\r\n") for line in f]
+    extractor = FeatureExtractor(pretrained.encoder, pretrained.vocab, "all",
+                                 args.seq_length, args.doc_stride)
+    GPath(args.out).parent.mkdir(parents=True, exist_ok=True)
+    words = write_features(texts, extractor, args.layers, args.out,
+                           args.batch_size)
+    print(f"wrote {args.out}: {', '.join(args.layers)} features of "
+          f"{words:,} words in {len(texts):,} texts")
+
+
+def demo_script():
+    """`examples/demo.py` of this installation (not part of the library)."""
+    from bert_tf import presets
+
+    return presets.shared_dir() / "examples" / "demo.py"
+
+
+def _demo(args):
+    import runpy
+
+    runpy.run_path(str(demo_script()), run_name="bert_tf_demo")["main"](
+        output_dir=args.output)
