@@ -11,16 +11,11 @@ import json
 import math
 import time
 
-import keras
-import yaml
-
 from bert_tf import checkpoints, config as config_lib, tasks
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
-from bert_tf.tasks.base import write_spec
-from bert_tf.text.vocab import read_vocab
-from bert_tf.training import distribute
-from bert_tf.precision import resolve_precision
+from bert_tf.tasks.base import SPEC_FILE, write_spec
+from bert_tf.training import distribute, run_setup
 from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
 
@@ -112,25 +107,30 @@ def run(cfg, dry_run=False, log=print, init=None, variant=None):
     context)` what it reads."""
     started = time.perf_counter()
     if dry_run:  # the config and strategy only; no data or weights read
-        log(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False).rstrip())
-        if cfg.strategy != "tpu":
-            log("strategy: " + distribute.describe(
-                distribute.create_strategy(cfg.strategy)))
+        run_setup.show_dry_run(cfg, log)
         return None
     init = init or resolve_init(cfg)
-    cfg = resolve_precision(cfg, log, hidden_size=init.encoder.hidden_size)
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(cfg.mixed_precision)
-    try:
-        return _train(cfg, init, log, started, variant)
-    finally:  # what the caller builds next is not in this run's policy
-        keras.mixed_precision.set_global_policy(previous)
+    with run_setup.run_policy(cfg, init.encoder.hidden_size, log) as cfg:
+        vocab = run_setup.checked_vocab(init.vocab_path, init.encoder)
+        _check_init(cfg, init)
+        task_cls, spec = task_of(cfg)
+        data = task_cls.load_data(spec)
+        task = task_cls(task_cls.make_spec(cfg, spec, data, init.encoder,
+                                           vocab))
+        run = _Run(cfg, init, task, data, vocab, variant, log)
+        trainer = run.trainer()
+        run_setup.write_run_files(trainer, {
+            trainer.model_dir / "finetune.yaml":
+                lambda path: config_lib.save_config(cfg, path),
+            trainer.best_dir / SPEC_FILE:
+                lambda path: write_spec(path.parent, task.spec),
+            trainer.best_dir / checkpoints.VOCAB_FILE: vocab.save})
+        run_setup.log_start(trainer, cfg, log)
+        trainer.train()
+        return run.finish(trainer, started)
 
 
-def _train(cfg, init, log, started, variant=None):
-    keras.utils.set_random_seed(cfg.trainer.seed)
-    vocab = read_vocab(init.vocab_path)
-    checkpoints.check_vocab_size(vocab, init.encoder, init.vocab_path)
+def _check_init(cfg, init):
     if cfg.seq_length > init.encoder.max_position_embeddings:
         raise ValueError(
             f"seq_length = {cfg.seq_length} exceeds the encoder's "
@@ -140,103 +140,132 @@ def _train(cfg, init, log, started, variant=None):
         raise ValueError(
             f"freeze_layers = {cfg.freeze_layers} exceeds the encoder's "
             f"{init.encoder.num_layers} layers.")
-    task_cls, spec = task_of(cfg)
-    data = task_cls.load_data(spec)
-    task = task_cls(task_cls.make_spec(cfg, spec, data, init.encoder,
-                                       vocab))
-    train_size = variant.train_size(data) if variant else data.size("train")
-    steps_per_epoch = max(1, math.ceil(train_size / cfg.batch_size))
+
+
+def schedule(cfg, steps_per_epoch):
+    """(trainer config, optimizer config) of a run: with `epochs`, the
+    steps, evaluations, checkpoints, decay and warm-up follow the epochs.
+
+    Examples:
+        >>> from bert_tf.config import EncoderConfig, FinetuneConfig
+        >>> cfg = FinetuneConfig(encoder=EncoderConfig.from_name(
+        ...     "bert_tiny"), epochs=2, warmup_share=0.1)
+        >>> trainer, optimizer = schedule(cfg, steps_per_epoch=50)
+        >>> trainer.train_steps, trainer.eval_every, optimizer.warmup_steps
+        (100, 50, 10)
+    """
     trainer_cfg, optimizer_cfg = cfg.trainer, cfg.optimizer
-    if cfg.epochs:
-        steps = max(1, math.ceil(cfg.epochs * steps_per_epoch))
-        trainer_cfg = dataclasses.replace(
-            trainer_cfg, train_steps=steps, eval_every=steps_per_epoch,
-            checkpoint_every=min(trainer_cfg.checkpoint_every,
-                                 steps_per_epoch))
-        optimizer_cfg = dataclasses.replace(
-            optimizer_cfg, decay_steps=steps,
-            warmup_steps=int(round(cfg.warmup_share * steps)))
-    plan = (f"task {data.name} ({task.kind}): {task.describe(data)}; "
-            f"encoder from {init.description} (L={init.encoder.num_layers} "
-            f"H={init.encoder.hidden_size}"
-            f"{f', first {cfg.freeze_layers} frozen' if cfg.freeze_layers else ''}"
-            f"); {trainer_cfg.train_steps} steps "
-            f"of batch {cfg.batch_size} ({steps_per_epoch} per epoch), "
-            f"warm-up {optimizer_cfg.warmup_steps}, peak lr "
-            f"{optimizer_cfg.learning_rate:g}")
-    log(plan)
-    strategy = distribute.create_strategy(cfg.strategy, tpu=cfg.tpu)
+    if not cfg.epochs:
+        return trainer_cfg, optimizer_cfg
+    steps = max(1, math.ceil(cfg.epochs * steps_per_epoch))
+    trainer_cfg = dataclasses.replace(
+        trainer_cfg, train_steps=steps, eval_every=steps_per_epoch,
+        checkpoint_every=min(trainer_cfg.checkpoint_every, steps_per_epoch))
+    optimizer_cfg = dataclasses.replace(
+        optimizer_cfg, decay_steps=steps,
+        warmup_steps=int(round(cfg.warmup_share * steps)))
+    return trainer_cfg, optimizer_cfg
 
-    def model_fn():
-        encoder = BertEncoder.from_config_object(init.encoder)
-        init.restore(encoder)
-        encoder.freeze(cfg.freeze_layers)
-        model = task.build_model(encoder)
-        task.compile(model)
-        return variant.wrap(model) if variant else model
 
-    dynamic = cfg.dynamic_length and not cfg.trainer.jit_compile and \
-        cfg.strategy != "tpu"
+class _Run:
+    """One fine-tuning run's pieces: its trainer (model, data, schedule)
+    and what follows training (the spec's decided keys, the test split,
+    metrics.json)."""
 
-    def train_fn(context):
-        if variant:
-            return variant.train_dataset(
-                task, data, vocab,
-                context.get_per_replica_batch_size(cfg.batch_size), context)
-        return task.train_dataset(
-            data, vocab, context.get_per_replica_batch_size(cfg.batch_size),
-            seed=cfg.trainer.seed, input_context=context,
-            drop_remainder=cfg.strategy == "tpu", dynamic_length=dynamic)
+    def __init__(self, cfg, init, task, data, vocab, variant, log):
+        self.cfg, self.init, self.task, self.data = cfg, init, task, data
+        self.vocab, self.variant, self.log = vocab, variant, log
+        self.dynamic = cfg.dynamic_length and not cfg.trainer.jit_compile \
+            and cfg.strategy != "tpu"
+        self.validation = ("validation" if "validation" in data.splits
+                           else None)
 
-    validation = "validation" if "validation" in data.splits else None
+    def plan(self, trainer_cfg, optimizer_cfg, steps_per_epoch):
+        cfg, init, frozen = self.cfg, self.init, self.cfg.freeze_layers
+        return (f"task {self.data.name} ({self.task.kind}): "
+                f"{self.task.describe(self.data)}; encoder from "
+                f"{init.description} (L={init.encoder.num_layers} "
+                f"H={init.encoder.hidden_size}"
+                f"{f', first {frozen} frozen' if frozen else ''}); "
+                f"{trainer_cfg.train_steps} steps of batch {cfg.batch_size} "
+                f"({steps_per_epoch} per epoch), warm-up "
+                f"{optimizer_cfg.warmup_steps}, peak lr "
+                f"{optimizer_cfg.learning_rate:g}")
 
-    def evaluate_fn(model):
-        if validation is None:
+    def model(self):
+        encoder = BertEncoder.from_config_object(self.init.encoder)
+        self.init.restore(encoder)
+        encoder.freeze(self.cfg.freeze_layers)
+        model = self.task.build_model(encoder)
+        self.task.compile(model)
+        return self.variant.wrap(model) if self.variant else model
+
+    def train_dataset(self, context):
+        cfg, batch_size = self.cfg, context.get_per_replica_batch_size(
+            self.cfg.batch_size)
+        if self.variant:
+            return self.variant.train_dataset(self.task, self.data,
+                                              self.vocab, batch_size, context)
+        return self.task.train_dataset(
+            self.data, self.vocab, batch_size, seed=cfg.trainer.seed,
+            input_context=context, drop_remainder=cfg.strategy == "tpu",
+            dynamic_length=self.dynamic)
+
+    def evaluate(self, model, split=None):
+        split = split or self.validation
+        if split is None:
             return {}
-        return task.evaluate(model, data, validation, vocab,
-                             cfg.eval_batch_size, dynamic_length=dynamic)
+        return self.task.evaluate(model, self.data, split, self.vocab,
+                                  self.cfg.eval_batch_size,
+                                  dynamic_length=self.dynamic)
 
-    opt_cfg, clipnorm = split_clipping(optimizer_cfg, cfg.mixed_precision)
-    trainer = Trainer(
-        strategy, model_fn, lambda: create_optimizer(opt_cfg), train_fn,
-        trainer_cfg, global_batch_size=cfg.batch_size,
-        clipnorm=clipnorm, log=log,
-        evaluate_fn=evaluate_fn,
-        best_metric=task.official_metric if validation else None)
-    model_dir = trainer.model_dir
-    if trainer.is_chief:
-        model_dir.mkdir(parents=True, exist_ok=True)
-        config_lib.save_config(cfg, model_dir / "finetune.yaml")
-        trainer.best_dir.mkdir(parents=True, exist_ok=True)
-        write_spec(trainer.best_dir, task.spec)
-        vocab.save(trainer.best_dir / checkpoints.VOCAB_FILE)
-    log(f"strategy: {distribute.describe(strategy)}; precision "
-        f"{cfg.mixed_precision}; model dir {model_dir}")
-    trainer.train()
-    if validation is None:  # no dev set: the last model is the one kept
-        trainer.save_best_weights()
-        trainer.best = {"step": int(trainer.step.numpy())}
-    if trainer.is_chief and trainer.best and trainer.best.get("results"):
-        task.spec = dataclasses.replace(
-            task.spec, **task.update_spec(trainer.best["results"]))
-        write_spec(trainer.best_dir, task.spec)
-    test = {}
-    if "test" in data.splits:
-        # The trained model with the best weights read back: its traced
-        # evaluation is reused (a freshly loaded model would trace again).
-        trainer.restore_best_weights()
-        test = task.evaluate(trainer.model, data, "test", vocab,
-                             cfg.eval_batch_size, dynamic_length=dynamic)
-        if test:
-            log("test (best checkpoint): " + ", ".join(
-                f"{k} {v:.4f}" for k, v in test.items()))
-    seconds = time.perf_counter() - started
-    if trainer.is_chief:
-        (trainer.best_dir / "metrics.json").write_text(json.dumps(
-            {"best": trainer.best, "test": test, "seconds": seconds},
-            indent=2) + "\n")
-    log(f"best model (for `bert-tf export --checkpoint {model_dir}`) in "
-        f"{trainer.best_dir}; checkpoints in {model_dir / 'checkpoints'}; "
-        f"TensorBoard logs in {model_dir / 'tensorboard'}")
-    return FinetuneResult(trainer.best or {}, test, trainer.history,
-                          trainer.eval_history, trainer.best_dir, seconds)
+    def trainer(self):
+        cfg = self.cfg
+        train_size = (self.variant.train_size(self.data) if self.variant
+                      else self.data.size("train"))
+        steps_per_epoch = max(1, math.ceil(train_size / cfg.batch_size))
+        trainer_cfg, optimizer_cfg = schedule(cfg, steps_per_epoch)
+        self.log(self.plan(trainer_cfg, optimizer_cfg, steps_per_epoch))
+        strategy = distribute.create_strategy(cfg.strategy, tpu=cfg.tpu)
+        opt_cfg, clipnorm = split_clipping(optimizer_cfg, cfg.mixed_precision)
+        return Trainer(
+            strategy, self.model, lambda: create_optimizer(opt_cfg),
+            self.train_dataset, trainer_cfg, global_batch_size=cfg.batch_size,
+            clipnorm=clipnorm, log=self.log, evaluate_fn=self.evaluate,
+            best_metric=self.task.official_metric if self.validation
+            else None)
+
+    def finish(self, trainer, started):
+        """The spec's keys decided by the best evaluation, the test split
+        on the best weights, metrics.json; the run's `FinetuneResult`."""
+        task, log = self.task, self.log
+        if self.validation is None:  # no dev set: the last model is kept
+            trainer.save_best_weights()
+            trainer.best = {"step": int(trainer.step.numpy())}
+        if trainer.is_chief and trainer.best and trainer.best.get("results"):
+            task.spec = dataclasses.replace(
+                task.spec, **task.update_spec(trainer.best["results"]))
+            write_spec(trainer.best_dir, task.spec)
+        test = {}
+        if "test" in self.data.splits:
+            # The trained model with the best weights read back: its traced
+            # evaluation is reused (a freshly loaded model would trace
+            # again).
+            trainer.restore_best_weights()
+            test = self.evaluate(trainer.model, "test")
+            if test:
+                log("test (best checkpoint): " + ", ".join(
+                    f"{k} {v:.4f}" for k, v in test.items()))
+        seconds = time.perf_counter() - started
+        if trainer.is_chief:
+            (trainer.best_dir / "metrics.json").write_text(json.dumps(
+                {"best": trainer.best, "test": test, "seconds": seconds},
+                indent=2) + "\n")
+        model_dir = trainer.model_dir
+        log(f"best model (for `bert-tf export --checkpoint {model_dir}`) "
+            f"in {trainer.best_dir}; checkpoints in "
+            f"{model_dir / 'checkpoints'}; TensorBoard logs in "
+            f"{model_dir / 'tensorboard'}")
+        return FinetuneResult(trainer.best or {}, test, trainer.history,
+                              trainer.eval_history, trainer.best_dir,
+                              seconds)

@@ -1,17 +1,13 @@
 """`bert-tf pretrain`: assembles strategy, precision, model, data and trainer
 from a `PretrainConfig` and runs it."""
 
-import keras
-import yaml
-
 from bert_tf import checkpoints, config as config_lib
 from bert_tf.data import service
 from bert_tf.data.pretraining import pretraining_dataset
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.text.vocab import read_vocab
-from bert_tf.training import distribute
-from bert_tf.precision import resolve_precision
+from bert_tf.training import distribute, run_setup
 from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
 
@@ -22,13 +18,10 @@ def load(path, overrides=()):
 
 
 def build_trainer(cfg, log=print):
-    """The `Trainer` for a `PretrainConfig` (strategy and policy set up)."""
-    cfg = resolve_precision(cfg, log, hidden_size=cfg.encoder.hidden_size)
-    keras.mixed_precision.set_global_policy(cfg.mixed_precision)
-    keras.utils.set_random_seed(cfg.trainer.seed)
+    """The `Trainer` for a `PretrainConfig` (policy and seed set up)."""
+    cfg = run_setup.enter_policy(cfg, cfg.encoder.hidden_size, log)
     strategy = distribute.create_strategy(cfg.strategy, tpu=cfg.tpu)
-    vocab = read_vocab(cfg.data.vocab)
-    checkpoints.check_vocab_size(vocab, cfg.encoder, cfg.data.vocab)
+    vocab = run_setup.checked_vocab(cfg.data.vocab, cfg.encoder)
     data = cfg.data
 
     def model_fn():
@@ -84,26 +77,20 @@ def build_trainer(cfg, log=print):
 def run(cfg, dry_run=False, log=print):
     """Pre-trains as `cfg` says (or, with `dry_run`, only shows the plan)."""
     if dry_run:
-        log(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False).rstrip())
-        if cfg.strategy == "tpu":  # connecting needs the TPU itself
-            log(f"strategy: TPUStrategy on tpu={cfg.tpu or 'local'!r} (not "
-                "connected in a dry run)")
-        else:
-            strategy = distribute.create_strategy(cfg.strategy)
-            log(f"strategy: {distribute.describe(strategy)}")
+        run_setup.show_dry_run(cfg, log)
         log(f"encoder parameters: {cfg.encoder.num_parameters():,}")
         return None
-    cfg = resolve_precision(cfg, log, hidden_size=cfg.encoder.hidden_size)
-    trainer = build_trainer(cfg, log)
-    if trainer.is_chief:  # makes model_dir usable as a fine-tuning `init`
-        trainer.model_dir.mkdir(parents=True, exist_ok=True)
-        config_lib.save_config(config_lib.ModelConfig(encoder=cfg.encoder),
-                               trainer.model_dir / checkpoints.CONFIG_FILE)
-        read_vocab(cfg.data.vocab).save(
-            trainer.model_dir / checkpoints.VOCAB_FILE)
-    log(f"strategy: {distribute.describe(trainer.strategy)}; precision "
-        f"{cfg.mixed_precision}; model dir {trainer.model_dir}")
-    results = trainer.train()
+    with run_setup.run_policy(cfg, cfg.encoder.hidden_size, log) as cfg:
+        trainer = build_trainer(cfg, log)
+        # The run directory is usable as a fine-tuning `init`.
+        run_setup.write_run_files(trainer, {
+            trainer.model_dir / checkpoints.CONFIG_FILE:
+                lambda path: config_lib.save_config(
+                    config_lib.ModelConfig(encoder=cfg.encoder), path),
+            trainer.model_dir / checkpoints.VOCAB_FILE:
+                read_vocab(cfg.data.vocab).save})
+        run_setup.log_start(trainer, cfg, log)
+        results = trainer.train()
     log("final: " + ", ".join(f"{k} {v:.4g}" for k, v in results.items()))
     log(f"checkpoints in {trainer.model_dir / 'checkpoints'}, TensorBoard "
         f"logs in {trainer.model_dir / 'tensorboard'}")

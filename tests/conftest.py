@@ -168,6 +168,27 @@ def assert_trimmed_matches_fixed_length(run_dir, bucketed, tmp_path, requests):
     assert counts[0] > counts[1]
 
 
+def assert_bf16_keeps_norms_and_tables_float32(variables):
+    """By name: every layer norm (gamma, beta) and every embedding table of
+    a bf16 model is float32, and every matmul kernel is bfloat16."""
+    import tensorflow as tf
+
+    dtypes = {v.name: v.dtype for v in variables if v.dtype.is_floating}
+    kept = sorted(name for name in dtypes if "norm" in name or
+                  "embeddings/embeddings" in name)
+    parts = ("embeddings/layer_norm/gamma", "attention_norm/gamma",
+             "output_norm/beta", "word_embeddings/embeddings",
+             "position_embeddings/embeddings")
+    for part in parts:
+        assert any(part in name for name in kept), (part, kept)
+    wrong = [name for name in kept if dtypes[name] != tf.float32]
+    assert not wrong, f"must stay float32, but are not: {wrong}"
+    kernels = [name for name in dtypes if name.endswith("kernel:0") and
+               "transformer_layer" in name]
+    assert kernels and all(dtypes[k] == tf.bfloat16 for k in kernels), {
+        k: dtypes[k] for k in kernels}
+
+
 def assert_bf16_export_agrees(run_dir, fp32_export, tmp_path, requests,
                               atol=1e-2, export=None, precision="bf16"):
     """Exports `run_dir` with `precision` (`bf16`, or `int8` through
@@ -197,10 +218,7 @@ def assert_bf16_export_agrees(run_dir, fp32_export, tmp_path, requests,
     dtypes = {v.dtype for v in loaded.model_variables if v.dtype.is_floating}
     if precision == "bf16":
         assert dtypes == {tf.bfloat16, tf.float32}, dtypes
-        float32 = {v.name for v in loaded.model_variables
-                   if v.dtype == tf.float32}
-        for part in ("attention_norm", "output_norm", "word_embeddings"):
-            assert any(part in name for name in float32), (part, float32)
+        assert_bf16_keeps_norms_and_tables_float32(loaded.model_variables)
     else:
         assert dtypes == {tf.float32}, dtypes
         assert not any("intermediate" in v.name

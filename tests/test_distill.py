@@ -302,3 +302,26 @@ def test_regression_teacher_teaches_scores(tmp_path):
     assert teacher.test["pearson"] >= 0.9, teacher.test
     assert result.test["pearson"] >= 0.9, result.test
 
+
+
+def test_the_soft_loss_is_scaled_by_the_temperature_squared():
+    """Hinton et al.'s T^2: the soft term at temperature T is T^2 times the
+    KL divergence of the softened distributions (checked at T > 1, where
+    leaving the factor out changes the value)."""
+    from bert_tf.models.distiller import distillation_loss
+
+    rng = np.random.default_rng(0)
+    student = rng.normal(size=(6, 4)).astype("float32")
+    teacher = rng.normal(size=(6, 4)).astype("float32") * 3
+
+    def log_softmax(x):
+        x = x - x.max(-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+    for temperature in (1.0, 2.0, 4.0):
+        soft_teacher = log_softmax(teacher / temperature)
+        kl = (np.exp(soft_teacher) * (soft_teacher - log_softmax(
+            student / temperature))).sum(-1).mean()
+        got = float(distillation_loss(np.array([0, 1, 2, 3, -1, -1]),
+                                      student, teacher, temperature, 0.0))
+        np.testing.assert_allclose(got, temperature ** 2 * kl, rtol=1e-5)

@@ -532,3 +532,25 @@ def test_hub_export_into_a_read_only_place_is_refused_before_any_work(
         export_hub("any-checkpoint", tmp_path / "ro" / "hub",
                    log=lambda *a: None)
     assert not loaded
+
+
+def test_an_interrupted_atomic_write_keeps_the_old_text(tmp_path,
+                                                        monkeypatch):
+    """A write cut off half way (a full disk) leaves the file as it was and
+    no staging file: the text goes through a staging file renamed into
+    place, never into the file itself."""
+    path = tmp_path / "manifest.json"
+    path.write_text('{"records": 10}\n')
+    real_write = GPath.write_text
+
+    def cut_off(self, text, *args, **kwargs):
+        real_write(self, text[:len(text) // 2], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(GPath, "write_text", cut_off)
+    with pytest.raises(StorageError, match="manifest.json"):
+        safe_io.write_text_atomic(path, '{"records": 20, "shards": 4}\n',
+                                  "the manifest")
+    monkeypatch.undo()
+    assert path.read_text() == '{"records": 10}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]

@@ -3,6 +3,7 @@ section (unknown and mistyped keys fail when the config is read), is the
 spec saved beside the best weights, and reads spec files of older
 versions with a warning."""
 
+import os
 import warnings
 
 import pytest
@@ -108,3 +109,87 @@ def test_spec_files_of_older_versions_load(tmp_path):
     with pytest.raises(ValueError, match="classifier.yaml: Unknown config "
                        "key 'label_names'; valid keys: kind, name"):
         tasks.read_spec(tmp_path)
+
+
+TOY_KIND_RUN = """
+import sys
+from bert_tf import cli, tasks
+root = sys.argv[1]
+assert "toy_length" in tasks.fine_tuned_kinds(), tasks.available_kinds()
+for argv in (
+        ["finetune", "--config", f"{root}/toy.yaml"],
+        ["export", "--checkpoint", f"{root}/run", "--out",
+         f"{root}/export/toy/1"],
+        ["export", "--format", "tflite", "--checkpoint", f"{root}/run",
+         "--out", f"{root}/toy.tflite"],
+        ["predict", "--model", f"{root}/export/toy/1",
+         "the film", "the film was good and long and new"],
+        ["predict", "--model", f"{root}/toy.tflite",
+         "the film", "the film was good and long and new"]):
+    print("RAN", argv[0], cli.main(argv), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_kind_from_outside_the_library_runs_end_to_end(tmp_path):
+    """A kind in a temporary folder, found through the `bert_tf.kinds`
+    entry point: fine-tuned, exported as a SavedModel and as TFLite, and
+    answering through `bert-tf predict`, with no library file touched."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from toy_task import ENCODER, VOCAB
+    from bert_tf.text.vocab import Vocab
+
+    plugins = tmp_path / "plugins"
+    (plugins / "toy_length_kind").mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "toy_kind_plugin.py",
+                plugins / "toy_length_kind" / "__init__.py")
+    info = plugins / "toy_length_kind-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: toy-length-kind\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[bert_tf.kinds]\ntoy_length = toy_length_kind\n")
+    Vocab(tuple(VOCAB)).save(tmp_path / "vocab.txt")
+    (tmp_path / "toy.yaml").write_text(yaml.safe_dump({
+        "task": {"kind": "toy_length"}, "vocab": str(tmp_path / "vocab.txt"),
+        "encoder": dict(ENCODER), "seq_length": 16, "batch_size": 32,
+        "epochs": 4, "optimizer": {"learning_rate": 3e-3},
+        "trainer": {"model_dir": str(tmp_path / "run"), "seed": 1}}))
+    result = subprocess.run(
+        [sys.executable, "-c", TOY_KIND_RUN, str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(plugins)})
+    out = result.stdout
+    assert result.returncode == 0, out[-2000:] + result.stderr[-3000:]
+    for command in ("finetune", "export", "export", "predict", "predict"):
+        assert f"RAN {command} 0" in out, out[-2000:] + result.stderr[-2000:]
+    assert "toy_length" in out and "no Flex" in out
+    answers = [line for line in out.splitlines()
+               if line.startswith(("long\t", "short\t"))]
+    assert answers == ["short\tthe film",
+                       "long\tthe film was good and long and new"] * 2, out
+
+
+def test_each_kind_declares_itself_and_its_model_class_is_public():
+    """What the library's tables used to keep by hand is read from the
+    kinds: their model classes (all public in `bert_tf`), which have a
+    TFLite graph and which can teach a student."""
+    import bert_tf
+    from bert_tf.distill import teaching_kinds
+    from bert_tf.serving import export_only_kinds
+    from bert_tf.serving.tflite import tflite_kinds
+
+    for kind in tasks.fine_tuned_kinds():
+        model_class = tasks.get_kind(kind).model_class
+        assert getattr(bert_tf, model_class.__name__) is model_class, kind
+        assert model_class.__name__ in bert_tf.__all__
+    assert tflite_kinds() == ["classification", "embeddings",
+                              "multiple_choice", "span_qa", "tagging"]
+    assert teaching_kinds() == ["classification", "span_qa", "tagging"]
+    assert export_only_kinds("savedmodel") == ["embeddings", "fill_mask"]

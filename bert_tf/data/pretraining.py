@@ -139,7 +139,54 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
         pipeline_id = input_context.input_pipeline_id
         num_pipelines = input_context.num_input_pipelines
         batch_size = input_context.get_per_replica_batch_size(batch_size)
+    dataset = _seeded_records(files, pipeline_id, num_pipelines, seed,
+                              repeat, shuffle_buffer)
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.skip(skip_batches)
+    transform = _masked_lm_batch(vocab, seq_length, max_predictions_per_seq,
+                                 masking_rate, whole_word_masking,
+                                 lower_case)
+    dataset = dataset.map(transform, num_parallel_calls=num_parallel_calls,
+                          deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
+
+def _seeded_records(files, pipeline_id, num_pipelines, seed, repeat,
+                    shuffle_buffer):
+    """(mask seed, serialized pair record) of this input pipeline's
+    shards, shuffled: the stage before batching."""
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if num_pipelines > 1:
+        if len(files) < num_pipelines:
+            raise ValueError(
+                f"{len(files)} shard(s) for {num_pipelines} input pipelines: "
+                "write at least one shard per pipeline (`bert-tf pairs "
+                "--shards N`).")
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+    dataset = dataset.shuffle(len(files), seed=seed,
+                              reshuffle_each_iteration=True)
+    if repeat:
+        dataset = dataset.repeat()
+    # Parallel reads pay off on remote storage; on local disks they cost
+    # ~20% of throughput in per-record overhead.
+    parallel = (dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                if any("://" in f for f in files) else {})
+    dataset = dataset.interleave(tf.data.TFRecordDataset,
+                                 cycle_length=min(len(files), 8), **parallel)
+    # Every record gets its own random seed for its masks, drawn anew each
+    # epoch; masks so do not depend on batching or replica splits.
+    randoms = tf.data.Dataset.random(
+        seed=None if seed is None else seed + 1_000_003 * pipeline_id,
+        rerandomize_each_iteration=True)
+    dataset = tf.data.Dataset.zip((randoms, dataset))
+    return dataset.shuffle(shuffle_buffer, seed=seed,
+                           reshuffle_each_iteration=True)
+
+
+def _masked_lm_batch(vocab, seq_length, max_predictions_per_seq,
+                     masking_rate, whole_word_masking, lower_case):
+    """The batch transform: (row seeds, records) -> the pre-training
+    features (tokenized, packed and masked in-graph)."""
     tokenizer = BertTokenizer(vocab, lower_case=lower_case)
     packer = BertPacker(seq_length, vocab.cls_id, vocab.sep_id, vocab.pad_id)
     table = continuation_table(vocab) if whole_word_masking else None
@@ -168,34 +215,4 @@ def pretraining_dataset(file_pattern, vocab, batch_size, seq_length=128,
                                             tf.int32),
         }
 
-    dataset = tf.data.Dataset.from_tensor_slices(files)
-    if num_pipelines > 1:
-        if len(files) < num_pipelines:
-            raise ValueError(
-                f"{len(files)} shard(s) for {num_pipelines} input pipelines: "
-                "write at least one shard per pipeline (`bert-tf pairs "
-                "--shards N`).")
-        dataset = dataset.shard(num_pipelines, pipeline_id)
-    dataset = dataset.shuffle(len(files), seed=seed,
-                              reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-    # Parallel reads pay off on remote storage; on local disks they cost
-    # ~20% of throughput in per-record overhead.
-    parallel = (dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-                if any("://" in f for f in files) else {})
-    dataset = dataset.interleave(tf.data.TFRecordDataset,
-                                 cycle_length=min(len(files), 8), **parallel)
-    # Every record gets its own random seed for its masks, drawn anew each
-    # epoch; masks so do not depend on batching or replica splits.
-    randoms = tf.data.Dataset.random(
-        seed=None if seed is None else seed + 1_000_003 * pipeline_id,
-        rerandomize_each_iteration=True)
-    dataset = tf.data.Dataset.zip((randoms, dataset))
-    dataset = dataset.shuffle(shuffle_buffer, seed=seed,
-                              reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=True)
-    dataset = dataset.skip(skip_batches)
-    dataset = dataset.map(transform, num_parallel_calls=num_parallel_calls,
-                          deterministic=True)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return transform

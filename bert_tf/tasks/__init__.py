@@ -39,6 +39,21 @@ def get_task_class(kind):
     return cls
 
 
+def load_data(task):
+    """The data of any task kind, from a `task:` section (a mapping, with
+    its `kind`; default classification) or a kind's typed config.
+
+    Examples:
+        >>> data = load_data({"kind": "tagging", "name": "sample:wnut_ner"})
+        >>> data.name, sorted(data.splits)
+        ('sample:wnut_ner', ['test', 'train', 'validation'])
+    """
+    import dataclasses
+
+    spec = task if dataclasses.is_dataclass(task) else task_config_of(task)
+    return get_task_class(spec.kind).load_data(spec)
+
+
 def load_finetuned(directory, dtype=None):
     """(task, model, vocab, best directory) of a `bert-tf finetune` run.
 
@@ -55,5 +70,5 @@ def load_finetuned(directory, dtype=None):
 
 __all__ = ["DEFAULT_KIND", "available_kinds", "fine_tuned_kinds",
            "get_config_class", "get_export_class", "get_kind",
-           "get_task_class", "kind_of_model", "load_finetuned", "read_spec",
-           "task_config_of"]
+           "get_task_class", "kind_of_model", "load_data", "load_finetuned",
+           "read_spec", "task_config_of"]

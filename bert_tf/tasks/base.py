@@ -5,7 +5,9 @@ A task kind is one folder, `bert_tf/tasks/<kind>/`, whose `__init__`
 imports its `Task` subclass, registered with `@register`; an export-only
 kind (a pre-trained encoder's `embeddings`, `fill_mask`) registers its
 `ExportKind` the same way. The registry finds a kind by importing the
-folder of that name, so adding a kind touches nothing outside its folder.
+folder of that name, so adding a kind touches nothing outside its folder;
+a package outside bert_tf adds one through the `bert_tf.kinds` entry
+points (`PLUGIN_GROUP`).
 A `Task` subclass answers: how
 to read its data (`load_data`), how examples become model features in
 `tf.data` (`train_dataset`, with the same Keras layers as the exported
@@ -22,7 +24,6 @@ import os
 import pkgutil
 import warnings
 
-import tensorflow as tf
 import yaml
 
 from bert_tf import checkpoints
@@ -31,8 +32,10 @@ from bert_tf.config_io import join_key
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
 from bert_tf.tasks.distillation import TransferHooks
+from bert_tf.tasks.serving_module import (  # noqa: F401 (the kinds' base)
+    TaskModule, command_line_texts, same_batch, served_text_batches,
+    string_batch)
 from bert_tf.tasks.task_config import read_task_config
-from bert_tf.text.features import bucket_lengths
 from bert_tf.text.vocab import read_vocab
 
 SPEC_FILE = "task.yaml"
@@ -89,16 +92,40 @@ def task_config_of(data, where="task", spec=False):
     return read_task_config(get_config_class(kind), data, where, spec)
 
 
+# Packages outside bert_tf that add kinds name their module in this entry
+# point group (e.g. in pyproject.toml: [project.entry-points."bert_tf.kinds"]
+# my_kind = "my_package.my_kind"); importing it registers the kind.
+PLUGIN_GROUP = "bert_tf.kinds"
+_plugins_loaded = []
+
+
+def _load_plugins():
+    if _plugins_loaded:
+        return
+    _plugins_loaded.append(True)
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=PLUGIN_GROUP):
+        try:
+            entry.load()
+        except Exception as error:  # noqa: BLE001 - one broken plugin
+            warnings.warn(f"the kind plugin {entry.name} ({entry.value}) "
+                          f"did not load: {error}", RuntimeWarning,
+                          stacklevel=3)
+
+
 def available_kinds():
-    """The names of the kind folders under `bert_tf/tasks/`, sorted.
+    """The kinds: the folders under `bert_tf/tasks/` and the kinds that
+    packages add through the `bert_tf.kinds` entry points, sorted.
 
     Examples:
         >>> available_kinds()[:2]
         ['classification', 'embeddings']
     """
+    _load_plugins()
     folder = os.path.dirname(os.path.abspath(__file__))
-    return sorted(info.name for info in pkgutil.iter_modules([folder])
-                  if info.ispkg)
+    return sorted({info.name for info in pkgutil.iter_modules([folder])
+                   if info.ispkg} | set(_REGISTRY))
 
 
 def get_kind(kind):
@@ -108,6 +135,7 @@ def get_kind(kind):
         >>> get_kind("span_qa").__name__
         'SpanQA'
     """
+    _load_plugins()
     if kind not in _REGISTRY and kind in available_kinds():
         importlib.import_module(f"bert_tf.tasks.{kind}")
     if kind not in _REGISTRY:
@@ -304,74 +332,6 @@ class Task(TransferHooks, ExportKind):
             f"{model.count_params():,} parameters; {task.describe_model()}; "
             f"seq_length {spec.seq_length}")
 
-class TaskModule(tf.Module):
-    """Base of the `tf.Module` each task kind exports: it tracks the
-    model's plain variables and the vocab asset; subclasses set
-    `self.serve` (the `serving_default` function) and `warmup_inputs`.
-
-    Only the plain tf.Variables under the Keras variables are tracked: a
-    tracked Keras model would add a second copy of each variable that
-    TF1-style loaders (TF Serving, the C API) restore while the functions
-    read the first, uninitialized one.
-    """
-
-    warmup_inputs = ()
-    # What the served graph may batch: TF Serving's allowed_batch_sizes.
-    BATCH_SIZES = (1, 2, 4, 8, 16, 32)
-
-    def __init__(self, model, vocab, name, seq_length=None,
-                 fixed_length=False):
-        super().__init__(name=name)
-        self.model_variables = [v.value for v in model.variables]
-        self.vocab_file = tf.saved_model.Asset(str(vocab.path))
-        self.lengths = (seq_length,) if fixed_length else \
-            bucket_lengths(seq_length)
-
-    def signatures(self):
-        return {"serving_default": self.serve}
-
-    def filler_request(self, words, batch_size=1):
-        """`serving_default` inputs whose text has `words` words."""
-        raise NotImplementedError
-
-    def warmup_requests(self):
-        """`serving_default` inputs TF Serving replays at load time: the
-        examples, one request per length bucket (each word of the filler
-        is at least one piece, so the request reaches its bucket) and the
-        largest batch, so that no real request is the first of a shape."""
-        requests = [dict(inputs) for inputs in self.warmup_inputs]
-        requests += [self.filler_request(max(1, length - 2))
-                     for length in self.lengths]
-        requests.append(self.filler_request(max(1, self.lengths[0] - 2),
-                                            self.BATCH_SIZES[-1]))
-        return requests
-
-
-def command_line_texts(args, rule="one text per line"):
-    """`bert-tf predict`'s texts: the arguments, then `--input`'s lines."""
-    texts = list(args.texts)
-    if args.input:
-        with GPath(args.input).open(errors="replace") as f:
-            texts += [line.rstrip("\r\n") for line in f]
-    if not texts:
-        raise ValueError(f"Nothing to predict: give texts as arguments or "
-                         f"--input FILE ({rule}).")
-    return texts
-
-
-def served_text_batches(loaded, args):
-    """`(texts, NumPy outputs)` of `serving_default(text=...)` over
-    `bert-tf predict`'s texts, `args.batch_size` at a time."""
-    import tensorflow as tf
-
-    texts = command_line_texts(args)
-    function = loaded.signatures["serving_default"]
-    for start in range(0, len(texts), args.batch_size):
-        chunk = texts[start:start + args.batch_size]
-        yield chunk, {k: v.numpy() for k, v in function(
-            text=tf.constant(chunk)).items()}
-
-
 def run_spec(cfg, spec, data, encoder_config, vocab, **fields):
     """`spec` with the fields a run fills in (`RUN_FIELDS`, the
     data's name) and the kind's `fields` decided by the data."""
@@ -379,29 +339,6 @@ def run_spec(cfg, spec, data, encoder_config, vocab, **fields):
         spec, name=data.name, seq_length=cfg.seq_length,
         lower_case=not vocab.is_cased, dropout=cfg.head_dropout,
         encoder=dataclasses.asdict(encoder_config), **fields)
-
-
-def string_batch(value, name):
-    """`value` checked at run time to be a [batch] string vector.
-
-    Loaded signatures (Python, TF Serving, the C API) do not check shapes
-    and TF folds checks written against the declared shape; a scalar would
-    crash the tokenizer kernels. EnsureShape fails with "Shape of tensor
-    NAME [] is not compatible with expected shape [?]".
-    """
-    return tf.raw_ops.EnsureShape(input=value, shape=tf.TensorShape([None]),
-                                  name=name)
-
-
-def same_batch(first, second, first_name, second_name):
-    """`(first, second)`, failing with INVALID_ARGUMENT naming both when
-    their batch sizes differ."""
-    check = tf.debugging.assert_equal(
-        tf.size(first), tf.size(second), message=(
-            f"`{first_name}` and `{second_name}` must hold the same number "
-            "of strings"))
-    with tf.control_dependencies([check]):
-        return tf.identity(first), tf.identity(second)
 
 
 def find_spec_file(directory):

@@ -12,7 +12,6 @@ left it: the same weights, the same next batch.
 """
 
 import inspect
-import json
 import math
 import signal
 import threading
@@ -22,11 +21,10 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
-from bert_tf.config_io import WEIGHTS_PREFIX
 from bert_tf.safe_io import check_writable
 from bert_tf.storage import GPath
-from bert_tf.checkpoints import layout, run_files
 from bert_tf import keras_compat
+from bert_tf.checkpoints.run_state import RunCheckpoints
 from bert_tf.training import distribute, summaries
 
 
@@ -137,9 +135,20 @@ class Trainer:
             strategy.distribute_datasets_from_function(train_dataset_fn))
         self.eval_dataset_fn = eval_dataset_fn
         self.evaluate_fn = evaluate_fn
-        self.best_metric = best_metric
-        self.best = None
         self.history, self.eval_history = [], []  # this process's loops
+        self.train_dataset_fn = train_dataset_fn
+        self.checkpoints = RunCheckpoints(
+            self.model, self._state(checkpoint_input), self.model_dir,
+            self.is_chief, getattr(strategy.cluster_resolver, "task_id", 0),
+            config.keep_checkpoints, best_metric, log)
+        self.writer = (tf.summary.create_file_writer(
+            str(self.model_dir / "tensorboard")) if self.is_chief else
+            tf.summary.create_noop_writer())
+        self._train_loop = self._make_train_loop()
+        self._eval_loop = None
+
+    def _state(self, checkpoint_input):
+        """{root: trackable} of the training state beside the model."""
         # Dropout draws from Keras seed generators whose state is not a
         # weight; without it a resumed run would drop different units.
         dropout_seeds = tf.train.Checkpoint(**{
@@ -152,40 +161,31 @@ class Trainer:
         # (one device), or a fast-forward by the restored step (the
         # distributed iterators of multi-device strategies cannot be
         # saved; a seeded pipeline is a function of the step).
-        self.train_dataset_fn = train_dataset_fn
         self.resume_input = "none" if not checkpoint_input else (
             "iterator" if keras_compat.is_trackable(self.iterator)
             else "fast_forward")
         if self.resume_input == "iterator":
             state["train_iterator"] = self.iterator
         elif self.resume_input == "none":
-            log("note: the input comes from a service and is not "
-                "checkpointed; a resumed run draws fresh batches")
-        self.checkpoint = tf.train.Checkpoint(
-            **layout.model_roots(self.model), **state)
-        self._model_only = tf.train.Checkpoint(
-            **layout.model_roots(self.model))
-        # Every worker takes part in saving; only the chief keeps the files
-        # (the others write to a scratch directory of their own), and every
-        # worker resumes from the chief's: a worker killed between the
-        # chief's save and its own would restart a step behind its peers.
-        self.checkpoint_dir = checkpoint_dir = self.model_dir / "checkpoints"
-        if not self.is_chief:
-            checkpoint_dir = self.model_dir / "scratch" / \
-                f"worker_{strategy.cluster_resolver.task_id}"
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, str(checkpoint_dir),
-            max_to_keep=config.keep_checkpoints)
-        self.best_dir = self.model_dir / "best" if self.is_chief else \
-            checkpoint_dir.parent / "best"
-        if run_files.recover_best(self.best_dir):
-            self.log(f"put back {self.best_dir}: the last best-model write "
-                     "was cut off before it finished")
-        self.writer = (tf.summary.create_file_writer(
-            str(self.model_dir / "tensorboard")) if self.is_chief else
-            tf.summary.create_noop_writer())
-        self._train_loop = self._make_train_loop()
-        self._eval_loop = None
+            self.log("note: the input comes from a service and is not "
+                     "checkpointed; a resumed run draws fresh batches")
+        return state
+
+    # The run's files, kept by `self.checkpoints` (RunCheckpoints).
+    best_dir = property(lambda self: self.checkpoints.best_dir)
+    checkpoint_dir = property(lambda self: self.checkpoints.directory)
+    manager = property(lambda self: self.checkpoints.manager)
+    latest_checkpoint = property(lambda self: self.checkpoints.latest)
+
+    @property
+    def best(self):
+        """The best evaluation so far ({"metric", "value", "step",
+        "results"}), or None."""
+        return self.checkpoints.best
+
+    @best.setter
+    def best(self, value):
+        self.checkpoints.best = value
 
     # --- the loops -----------------------------------------------------------
 
@@ -294,37 +294,12 @@ class Trainer:
 
     # --- public API ----------------------------------------------------------
 
-    @property
-    def latest_checkpoint(self):
-        """The chief's latest checkpoint, which every worker resumes from."""
-        return tf.train.latest_checkpoint(str(self.checkpoint_dir))
-
     def restore(self):
-        """Restores the newest checkpoint that reads (unreadable ones are
-        reported and skipped; see `run_files`); returns its path."""
-        latest = run_files.newest_readable(
-            self.checkpoint_dir, self.log, tidy=self.is_chief)
-        if latest and latest != self.manager.latest_checkpoint:
-            self.manager = tf.train.CheckpointManager(
-                self.checkpoint, self.manager.directory,
-                max_to_keep=self.config.keep_checkpoints)
+        """Restores the newest checkpoint that reads; returns its path."""
+        latest = self.checkpoints.restore()
         if latest:
-            try:
-                self.checkpoint.read(latest).assert_existing_objects_matched()
-            except (ValueError, AssertionError) as error:
-                reason = str(error).strip().splitlines()[0][:300].rstrip(".")
-                raise ValueError(
-                    f"Cannot resume from {latest}: it does not fit this run "
-                    f"({reason}). It was written with another model config "
-                    "or optimizer (bert_tf before FusedAdamW kept Adam's "
-                    "moments per variable). Nothing was changed: use a new "
-                    "trainer.model_dir (to pre-train on from these weights: "
-                    f"init_checkpoint={GPath(latest).parent}).") from None
             self.log(f"restored {latest} at step {int(self.step.numpy())}")
             distribute.check_same_step(self.strategy, int(self.step.numpy()))
-            best_file = self.model_dir / "best" / "best.json"
-            if self.best_metric and best_file.is_file():
-                self.best = json.loads(best_file.read_text())
         return latest
 
     def metrics(self):
@@ -365,37 +340,22 @@ class Trainer:
         self.eval_history.append(dict(results, step=step))
         self.log(f"step {step} evaluation: " + ", ".join(
             f"{k} {v:.4f}" for k, v in results.items()))
-        if not self.best_metric or not results:
-            return
-        if self.best_metric not in results:
-            raise ValueError(
-                f"best_metric {self.best_metric!r} is not among the "
-                f"evaluation results {sorted(results)}.")
-        value = results[self.best_metric]
-        if self.best is not None and value <= self.best["value"]:
-            return
-        self.save_best_weights({"metric": self.best_metric, "value": value,
-                                "step": step, "results": results})
-        self.log(f"new best {self.best_metric} {value:.4f} at step {step}: "
-                 f"wrote {self.best_dir}")
+        if self.checkpoints.consider(results, step):
+            self.log(f"new best {self.best['metric']} "
+                     f"{self.best['value']:.4f} at step {step}: wrote "
+                     f"{self.best_dir}")
 
     def save_best_weights(self, best=None):
-        """Writes the model's weights (no optimizer) and `best` (to
-        best.json) to `best_dir`, whole or not at all (see
-        `run_files.save_best`)."""
-        run_files.save_best(self._model_only, self.best_dir, best)
-        if best is not None:
-            self.best = best
+        """Writes the model's weights and `best` to `best_dir`."""
+        self.checkpoints.save_best(best)
 
     def restore_best_weights(self):
-        """Reads the weights `save_best_weights` wrote back into the model
-        (the model keeps its traced functions)."""
-        self._model_only.read(str(self.best_dir / WEIGHTS_PREFIX)) \
-            .assert_existing_objects_matched()
+        """Reads the best weights back into the model."""
+        self.checkpoints.restore_best()
 
     def save(self):
         step = int(self.step.numpy())
-        path = run_files.save(self.manager, step)
+        path = self.checkpoints.save(step)
         self._saved_step = step
         self.log(f"wrote checkpoint {path}")
         return path

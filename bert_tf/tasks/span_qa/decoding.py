@@ -65,6 +65,45 @@ def decode_answers(features, start_logits, end_logits, context,
     num_examples = tf.shape(context)[0]
     start_logits = tf.cast(start_logits, tf.float32)
     end_logits = tf.cast(end_logits, tf.float32)
+    score, offsets = _span_candidates(features, start_logits, end_logits,
+                                      n_best_size, max_answer_length,
+                                      num_examples)
+    top = _distinct_answers(score, offsets, context, n_best_size)
+    null = tf.math.unsorted_segment_min(
+        start_logits[:, 0] + end_logits[:, 0], features["example_index"],
+        num_examples)
+    found = top["count"] > 0
+    has_answer = found
+    if version_2:
+        has_answer = found & (null - top["best"] <= null_threshold)
+    # The texts last, by their offsets (TFLite builtins have no string
+    # `where` or slice).
+    answered = has_answer[:, None]
+    answer = byte_slices(context,
+                         tf.where(answered, top["byte_start"][:, :1], 0),
+                         tf.where(answered, top["byte_end"][:, :1], 0))
+    return {
+        "answer": tf.reshape(answer, [-1]),
+        "score": tf.where(found, top["best"], 0.0),
+        "start": tf.where(has_answer, top["start"][:, 0], -1),
+        "end": tf.where(has_answer, top["end"][:, 0], -1),
+        "has_answer": has_answer,
+        "null_score": null,
+        "top_answers": byte_slices(context, top["byte_start"],
+                                   top["byte_end"]),
+        "top_scores": top["scores"],
+        "top_starts": top["start"],
+        "top_ends": top["end"],
+        "count": top["count"],
+    }
+
+
+def _span_candidates(features, start_logits, end_logits, n_best_size,
+                     max_answer_length, num_examples):
+    """(score [B, C], offsets) of every candidate span of each example:
+    the top `n_best_size` starts times ends of each of its windows (an
+    invalid span scores `_NEG`), with their char and byte offsets
+    (`char_start`, `char_end`, `byte_start`, `byte_end`, each [B, C])."""
     real = features["input_mask"] > 0
     k = tf.minimum(n_best_size, tf.shape(start_logits)[1])
     start_value, start_index = tf.math.top_k(
@@ -83,34 +122,41 @@ def decode_answers(features, start_logits, end_logits, context,
         (span < max_answer_length)
     score = tf.expand_dims(start_value, 2) + tf.expand_dims(end_value, 1)
 
-    def grid(name_start, name_end):
-        return (tf.broadcast_to(tf.expand_dims(at(name_start, start_index), 2),
-                                tf.shape(span)),
-                tf.broadcast_to(tf.expand_dims(at(name_end, end_index), 1),
-                                tf.shape(span)))
+    def grid(name, index, axis):
+        return tf.broadcast_to(tf.expand_dims(at(name, index), axis),
+                               tf.shape(span))
 
-    char_start, char_end = grid("token_char_start", "token_char_end")
-    byte_start, byte_end = grid("token_byte_start", "token_byte_end")
     index = features["example_index"]
-    score = _per_example(tf.where(valid, score, _NEG), index, num_examples,
-                         _NEG)
-    char_start = _per_example(char_start, index, num_examples, -1)
-    char_end = _per_example(char_end, index, num_examples, -1)
-    byte_start = _per_example(byte_start, index, num_examples, 0)
-    byte_end = _per_example(byte_end, index, num_examples, 0)
+    offsets = {}
+    for unit in ("char", "byte"):
+        fill = -1 if unit == "char" else 0
+        offsets[f"{unit}_start"] = _per_example(
+            grid(f"token_{unit}_start", start_index, 2), index,
+            num_examples, fill)
+        offsets[f"{unit}_end"] = _per_example(
+            grid(f"token_{unit}_end", end_index, 1), index, num_examples,
+            fill)
+    return _per_example(tf.where(valid, score, _NEG), index, num_examples,
+                        _NEG), offsets
 
+
+def _distinct_answers(score, offsets, context, n_best_size):
+    """The best `n_best_size` candidates of distinct texts per example,
+    padded to `n_best_size` columns: `scores`, `start`, `end` (code
+    points; -1 padding), `byte_start`, `byte_end`, `count` real ones and
+    `best` (the first one's score)."""
     # The best few candidates per example, then distinct texts among them
     # (4x the answers returned is ample: duplicates need the same text at
     # another place in the context).
     pool = tf.minimum(4 * n_best_size, tf.shape(score)[1])
     top_score, top = tf.math.top_k(score, pool)
-    char_start, char_end, byte_start, byte_end = (
-        tf.gather(t, top, batch_dims=1)
-        for t in (char_start, char_end, byte_start, byte_end))
+    offsets = {name: tf.gather(values, top, batch_dims=1)
+               for name, values in offsets.items()}
     candidate = top_score > _NEG / 2
     # Only candidates have real offsets (the rest point outside context).
-    byte_start = tf.where(candidate, byte_start, 0)
-    byte_end = tf.where(candidate, tf.maximum(byte_end, byte_start), 0)
+    byte_start = tf.where(candidate, offsets["byte_start"], 0)
+    byte_end = tf.where(candidate, tf.maximum(offsets["byte_end"],
+                                              byte_start), 0)
     text = byte_slices(context, byte_start, byte_end)
     same = tf.equal(tf.expand_dims(text, 2), tf.expand_dims(text, 1))
     order = tf.range(pool)
@@ -123,44 +169,16 @@ def decode_answers(features, start_logits, end_logits, context,
                                       answers)
     kept = kept_score > _NEG / 2
 
-    def pick(values, fill):
-        return tf.where(kept, tf.gather(values, order, batch_dims=1), fill)
-
-    def padded(values, fill):  # always K = n_best_size columns
+    def picked(values, fill):  # always K = n_best_size columns
+        values = tf.where(kept, tf.gather(values, order, batch_dims=1), fill)
         return tf.pad(values, [[0, 0], [0, n_best_size - answers]],
                       constant_values=fill)
 
-    top_byte_start = padded(pick(byte_start, 0), 0)
-    top_byte_end = padded(pick(byte_end, 0), 0)
-    top_start = padded(pick(char_start, -1), -1)
-    top_end = padded(pick(char_end, -1), -1)
-    top_scores = padded(tf.where(kept, kept_score, 0.0), 0.0)
-    count = tf.reduce_sum(tf.cast(kept, tf.int32), axis=1)
-
-    null = tf.math.unsorted_segment_min(
-        start_logits[:, 0] + end_logits[:, 0], index, num_examples)
-    found = count > 0
-    best = kept_score[:, 0]
-    has_answer = found
-    if version_2:
-        has_answer = found & (null - best <= null_threshold)
-    # The texts last, by their offsets (TFLite builtins have no string
-    # `where` or slice).
-    answered = has_answer[:, None]
-    top_text = byte_slices(context, top_byte_start, top_byte_end)
-    answer = byte_slices(context,
-                         tf.where(answered, top_byte_start[:, :1], 0),
-                         tf.where(answered, top_byte_end[:, :1], 0))
-    return {
-        "answer": tf.reshape(answer, [-1]),
-        "score": tf.where(found, best, 0.0),
-        "start": tf.where(has_answer, top_start[:, 0], -1),
-        "end": tf.where(has_answer, top_end[:, 0], -1),
-        "has_answer": has_answer,
-        "null_score": null,
-        "top_answers": top_text,
-        "top_scores": top_scores,
-        "top_starts": top_start,
-        "top_ends": top_end,
-        "count": count,
-    }
+    return {"byte_start": picked(byte_start, 0),
+            "byte_end": picked(byte_end, 0),
+            "start": picked(offsets["char_start"], -1),
+            "end": picked(offsets["char_end"], -1),
+            "scores": tf.pad(tf.where(kept, kept_score, 0.0),
+                             [[0, 0], [0, n_best_size - answers]]),
+            "count": tf.reduce_sum(tf.cast(kept, tf.int32), axis=1),
+            "best": kept_score[:, 0]}

@@ -1,0 +1,72 @@
+"""What every training run does around its trainer, alike for
+pre-training, fine-tuning and distillation (which is a fine-tuning run):
+the dry run's plan, the dtype policy and the seed, the vocab checked
+against the encoder, the files the chief writes beside the checkpoints,
+and the line that says where the run is."""
+
+import contextlib
+
+import keras
+import yaml
+
+from bert_tf import checkpoints, config as config_lib
+from bert_tf.precision import resolve_precision
+from bert_tf.text.vocab import read_vocab
+from bert_tf.training import distribute
+
+
+def show_dry_run(cfg, log=print):
+    """Logs the resolved config and the strategy (a TPU is not connected
+    in a dry run); reads no data or weights."""
+    log(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False).rstrip())
+    if cfg.strategy == "tpu":
+        log(f"strategy: TPUStrategy on tpu={cfg.tpu or 'local'!r} (not "
+            "connected in a dry run)")
+    else:
+        log("strategy: " + distribute.describe(
+            distribute.create_strategy(cfg.strategy)))
+
+
+def enter_policy(cfg, hidden_size, log=print):
+    """`cfg` with `mixed_precision: auto` resolved for this machine and an
+    encoder `hidden_size` wide; sets that Keras dtype policy and seeds the
+    run (Python, NumPy and TensorFlow)."""
+    cfg = resolve_precision(cfg, log, hidden_size=hidden_size)
+    keras.mixed_precision.set_global_policy(cfg.mixed_precision)
+    keras.utils.set_random_seed(cfg.trainer.seed)
+    return cfg
+
+
+@contextlib.contextmanager
+def run_policy(cfg, hidden_size, log=print):
+    """Yields `enter_policy(...)`, and puts the previous dtype policy back
+    after, so that what the caller builds next is not in this run's
+    policy."""
+    previous = keras.mixed_precision.global_policy()
+    try:
+        yield enter_policy(cfg, hidden_size, log)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def checked_vocab(path, encoder_config):
+    """The vocab at `path`, failing in one line if it does not fit the
+    encoder's embedding table."""
+    vocab = read_vocab(path)
+    checkpoints.check_vocab_size(vocab, encoder_config, path)
+    return vocab
+
+
+def write_run_files(trainer, files):
+    """As the chief only: each of `files` ({path: function writing it})
+    written, its directory made first."""
+    if not trainer.is_chief:
+        return
+    for path, write in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+
+
+def log_start(trainer, cfg, log=print):
+    log(f"strategy: {distribute.describe(trainer.strategy)}; precision "
+        f"{cfg.mixed_precision}; model dir {trainer.model_dir}")
