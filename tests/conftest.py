@@ -305,3 +305,7 @@ def free_ports(count):
     for s in sockets:
         s.close()
     return ports
+
+# Not a test module: the toy-kind test copies it into a temporary plugin
+# package; imported here (doctest collection), it would register its kind.
+collect_ignore = ["toy_kind_plugin.py"]
