@@ -15,6 +15,7 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+	@echo "bert-tf is in $(VENV)/bin: run \`. $(VENV)/bin/activate\` to put it on your PATH in this shell"
 
 demo: $(STAMP)
 	$(VENV)/bin/bert-tf demo

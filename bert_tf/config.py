@@ -331,10 +331,13 @@ class FinetuneConfig:
         init: where the encoder starts: "" (random init from `encoder`), a
             bert_tf directory (from `bert-tf convert`, a pre-training run's
             model_dir, or a checkpoint prefix), or `hf:PATH`, `tf1:PATH`,
-            `garden:PATH` to import a foreign checkpoint directly.
+            `garden:PATH` to import a foreign checkpoint directly, or
+            `sample:minilm` / `sample:antiberty` (the bundled sample
+            weights in the cache, `bert-tf samples`).
         encoder: the encoder for random init (taken from the checkpoint
             otherwise).
-        vocab: vocab.txt ("" : the one beside the checkpoint).
+        vocab: vocab.txt ("" : the one beside the checkpoint;
+            `sample:minilm`: that sample's).
         seq_length: packed input length (longer inputs are truncated).
         head_dropout: dropout before the task head's output layer
             (`dropout` before 0.2, still read with a warning).

@@ -11,7 +11,7 @@ import json
 import math
 import time
 
-from bert_tf import checkpoints, config as config_lib, tasks
+from bert_tf import checkpoints, config as config_lib, samples, tasks
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
 from bert_tf.tasks.base import SPEC_FILE, write_spec
@@ -48,10 +48,11 @@ def resolve_init(cfg):
         >>> init.description, init.encoder.num_layers
         ('random init', 2)
     """
-    init = cfg.init
+    init = samples.resolve(cfg.init)
     source, _, rest = init.partition(":")
     rest = str(GPath(rest).expanduser()) if rest else rest
-    vocab = GPath(cfg.vocab).expanduser() if cfg.vocab else None
+    vocab = (GPath(samples.resolve_vocab(cfg.vocab)).expanduser()
+             if cfg.vocab else None)
     if not init:
         return Init(cfg.encoder, vocab, lambda encoder: None, "random init")
     if source in checkpoints.SOURCES and rest:
@@ -96,9 +97,15 @@ class FinetuneResult:
     seconds: float
 
 
-def run(cfg, dry_run=False, log=print, init=None, variant=None):
+def run(cfg, dry_run=False, log=print, init=None, variant=None,
+        fresh=False):
     """Fine-tunes as `cfg` says; returns a `FinetuneResult` (None for a
     dry run, which prints the resolved plan).
+
+    A run that finished (its `best/metrics.json` exists) is not trained
+    again: it says so and returns its result, unless `fresh`, which moves
+    the old run aside (nothing is deleted) and starts anew. A run stopped
+    part way resumes from its latest checkpoint.
 
     `init` (an `Init`) overrides where the encoder starts; `variant`
     changes how the model learns while the run stays an ordinary
@@ -109,6 +116,9 @@ def run(cfg, dry_run=False, log=print, init=None, variant=None):
     if dry_run:  # the config and strategy only; no data or weights read
         run_setup.show_dry_run(cfg, log)
         return None
+    finished = already_finished(cfg, fresh, log)
+    if finished is not None:
+        return finished
     init = init or resolve_init(cfg)
     with run_setup.run_policy(cfg, init.encoder.hidden_size, log) as cfg:
         vocab = run_setup.checked_vocab(init.vocab_path, init.encoder)
@@ -128,6 +138,34 @@ def run(cfg, dry_run=False, log=print, init=None, variant=None):
         run_setup.log_start(trainer, cfg, log)
         trainer.train()
         return run.finish(trainer, started)
+
+
+def already_finished(cfg, fresh=False, log=print):
+    """The result of `cfg`'s run if it finished (said in one line), else
+    None; with `fresh`, an existing run directory is moved aside first."""
+    model_dir = GPath(cfg.trainer.model_dir)
+    if fresh:
+        run_setup.move_aside(model_dir, log)
+        return None
+    finished = finished_result(model_dir)
+    if finished is not None:
+        log(f"{model_dir} is a finished run (best at step "
+            f"{finished.best.get('step', '?')}; "
+            f"{finished.best_dir / 'metrics.json'}): nothing to train. "
+            f"Export it with `bert-tf export --run {model_dir}`, or train "
+            "it again with --fresh (the old run is moved aside).")
+    return finished
+
+
+def finished_result(model_dir):
+    """The `FinetuneResult` of a finished run in `model_dir` (from its
+    `best/metrics.json`), or None."""
+    metrics = GPath(model_dir) / "best" / "metrics.json"
+    if not metrics.is_file():
+        return None
+    saved = json.loads(metrics.read_text())
+    return FinetuneResult(saved.get("best") or {}, saved.get("test") or {},
+                          [], [], metrics.parent, 0.0)
 
 
 def _check_init(cfg, init):
@@ -262,7 +300,7 @@ class _Run:
                 {"best": trainer.best, "test": test, "seconds": seconds},
                 indent=2) + "\n")
         model_dir = trainer.model_dir
-        log(f"best model (for `bert-tf export --checkpoint {model_dir}`) "
+        log(f"best model (for `bert-tf export --run {model_dir}`) "
             f"in {trainer.best_dir}; checkpoints in "
             f"{model_dir / 'checkpoints'}; TensorBoard logs in "
             f"{model_dir / 'tensorboard'}")

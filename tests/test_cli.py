@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from bert_tf import cli
 
 
@@ -42,7 +44,7 @@ def test_wrong_files_give_one_line_errors(capsys, tmp_path):
     garbage = tmp_path / "other.tflite"
     garbage.write_bytes(b"\x00not a flatbuffer" * 10)
     cases = [
-        (["export", "--checkpoint", str(empty), "--out",
+        (["export", "--run", str(empty), "--out",
           str(tmp_path / "e" / "1")], "is an export, not a fine-tuning run"),
         (["predict", "--model", str(empty), "x"],
          "not a readable TFLite file"),
@@ -89,27 +91,33 @@ def test_export_flags_that_cannot_apply_are_refused_in_one_line(capsys,
     """Each impossible combination exits 2 with one line naming the flag,
     where it applies and what this export takes, before any work."""
     out = str(tmp_path / "m.tflite")
+    run, pretrained = ("--run", str(tmp_path / "run")), (
+        "--checkpoint", str(tmp_path / "encoder"))
     cases = [
-        (["--format", "tflite", "--precision", "bf16"],
+        (run, ["--format", "tflite", "--precision", "bf16"],
          "--precision does not apply to --format tflite; it applies to "
          "--format savedmodel or --format hub"),
-        (["--quantize", "dynamic_int8"],
+        (run, ["--quantize", "dynamic_int8"],
          "--quantize does not apply to --format savedmodel; it applies to "
          "--format tflite"),
-        (["--format", "hub", "--fixed-length"],
+        (pretrained, ["--format", "hub", "--fixed-length"],
          "--fixed-length does not apply to --format hub"),
-        (["--format", "tflite", "--max-input-chars", "10"],
+        (run, ["--format", "tflite", "--max-input-chars", "10"],
          "--max-input-chars does not apply to --format tflite"),
-        (["--top-k", "3"], "--top-k does not apply to --format savedmodel; "
-                           "it applies to --kind fill_mask"),
-        (["--format", "tflite", "--kind", "fill_mask"],
+        (run, ["--top-k", "3"], "--top-k does not apply to --format "
+                                "savedmodel; it applies to --kind fill_mask"),
+        (pretrained, ["--format", "tflite", "--kind", "fill_mask"],
          "exports a fine-tuning run (no --kind) or --kind embeddings"),
-        (["--format", "tflite", "--kind", "hub"],
+        (pretrained, ["--format", "tflite", "--kind", "hub"],
          "cannot be combined with --format tflite"),
+        (run, ["--kind", "embeddings"], "--run names a fine-tuning run; "
+                                        "--kind embeddings exports a "
+                                        "pre-trained --checkpoint"),
+        (run + pretrained, [], "give --run RUN (a fine-tuning run) or "
+                               "--checkpoint CKPT"),
     ]
-    for flags, message in cases:
-        argv = ["export", "--checkpoint", str(tmp_path / "run"), "--out",
-                out] + flags
+    for source, flags, message in cases:
+        argv = ["export", *source, "--out", out] + flags
         assert cli.main(argv) == 2, flags
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, (flags, err)
@@ -127,3 +135,34 @@ def test_old_export_kind_spellings_still_work_and_warn(capsys, tmp_path):
                          str(tmp_path / "o" / "1")]) == 2
         err = capsys.readouterr().err
         assert said in err and "Traceback" not in err
+    # A run given as --checkpoint (before --run) still exports, and says.
+    assert cli.main(["export", "--checkpoint", str(tmp_path / "none"),
+                     "--out", str(tmp_path / "o" / "1")]) == 2
+    err = capsys.readouterr().err
+    assert "a fine-tuning run is now given as --run" in err
+    assert "holds no task.yaml" in err
+
+
+def test_version_and_the_kind_s_own_predict_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert "bert-tf 0.1.0 (tensorflow 2.20.0" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_predict_help_differs_by_kind(toy_run, tmp_path, capsys):
+    """`bert-tf predict --model M --help` says what M's kind answers, with
+    an example naming M, and lists the kind's own flags."""
+    from bert_tf.serving.export import export_model
+
+    directory, _ = toy_run
+    out = export_model(directory / "run", tmp_path / "toy" / "1",
+                       log=lambda *a: None)["path"]
+    with pytest.raises(SystemExit):
+        cli.main(["predict", "--model", str(out), "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "is a classification export: it answers the label of each text" \
+        in text
+    assert 'Example: bert-tf predict --model' in text
+    assert '"An utterly charming film." "Dull."' in text

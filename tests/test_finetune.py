@@ -129,6 +129,47 @@ def test_finetune_under_mirrored_strategy(tmp_path):
         timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[
         -3000:]
-    assert "MirroredStrategy with 2 replica(s)" in result.stdout
+    assert "mirrored, 2 replicas" in result.stdout
     best, test = map(float, result.stdout.split("RESULT")[-1].split())
     assert best >= 0.9 and test >= 0.9
+
+
+@pytest.mark.slow
+def test_a_run_logs_plainly_and_a_finished_run_is_not_trained_again(
+        tmp_path):
+    """`bert-tf finetune ... > log.txt`: plain progress lines, no terminal
+    codes, no TF warning about unrestored values. Run again, it says in one
+    line that the run is finished; with --fresh the old run moves aside."""
+    import os
+    import subprocess
+    import sys
+
+    write_toy_task(tmp_path)
+    config = tmp_path / "toy.yaml"
+    config_lib.save_config(toy_config(tmp_path, epochs=1), config)
+    command = [sys.executable, "-m", "bert_tf.cli", "finetune", "--config",
+               str(config)]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")
+
+    def run(*extra):
+        log = tmp_path / "log.txt"
+        with open(log, "w") as out:
+            result = subprocess.run(command + list(extra), stdout=out,
+                                    stderr=subprocess.STDOUT, env=env,
+                                    timeout=600)
+        assert result.returncode == 0, log.read_text()[-3000:]
+        return log.read_text()
+
+    first = run()
+    assert "\x1b" not in first
+    assert "step 10/10" in first and "_Default" not in first
+    assert "unrestored" not in first.lower()
+    again = run()
+    lines = [line for line in again.splitlines() if str(tmp_path) in line]
+    assert len(lines) == 1 and "is a finished run" in lines[0], again
+    assert "unrestored" not in again.lower() and "step 1/" not in again
+    fresh = run("--fresh")
+    assert f"moved the previous run {tmp_path / 'run'} to " \
+           f"{tmp_path / 'run.previous-1'}" in fresh
+    assert (tmp_path / "run.previous-1" / "best" / "metrics.json").is_file()
+    assert (tmp_path / "run" / "best" / "metrics.json").is_file()

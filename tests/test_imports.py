@@ -138,7 +138,7 @@ def test_no_task_kind_imports_another():
 # the demo run everything.
 LAYERS = [
     {"config", "config_io", "presets", "text", "layers", "losses", "storage",
-     "safe_io", "precision", "keras_compat"},
+     "safe_io", "precision", "keras_compat", "progress"},
     {"models", "data", "samples"},
     {"checkpoints"},
     {"training", "tasks"},

@@ -62,7 +62,7 @@ SCRIPT = textwrap.dedent("""
          "--seq-length", "32", "--dupe-factor", "1", "--eval-share", "0.1"],
         ["pretrain", "--config", str(root / "pretrain.yaml")],
         ["finetune", "--config", str(root / "finetune.yaml")],
-        ["export", "--checkpoint", str(root / "finetune"), "--out",
+        ["export", "--run", str(root / "finetune"), "--out",
          str(root / "export" / "sentiment" / "1")],
     ]
     for argv in steps:

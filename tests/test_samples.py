@@ -39,3 +39,43 @@ def test_a_changed_file_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match="has SHA-256 .* expected 0000"):
         samples._extract(asset, archive, tmp_path / "out")
     assert not (tmp_path / "out" / "data.txt").exists()
+
+
+def test_shipped_configs_name_their_weights_through_the_cache(
+        tmp_path, monkeypatch, capsys, minilm_dir):
+    """With BERT_TF_CACHE set to an empty directory, every shipped MiniLM
+    config fails in one line naming `bert-tf samples minilm` and that
+    directory; once the sample is there (as `bert-tf samples` puts it), each
+    resolves its weights and vocab from it. No config names a home path."""
+    import os
+    from pathlib import Path
+
+    from bert_tf import cli, config as config_lib, distill, finetune
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    shipped = sorted(p for p in configs.rglob("*.yaml")
+                     if "sample:minilm" in p.read_text())
+    assert len(shipped) >= 10
+    for path in configs.rglob("*.yaml"):
+        assert "~/.cache" not in path.read_text(), path
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("BERT_TF_CACHE", str(cache))
+    run_dir = tmp_path / "run"
+    argv = ["finetune", "--config",
+            str(configs / "finetune" / "rt_sentiment_minilm.yaml"),
+            "--set", f"trainer.model_dir={run_dir}"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"sample:minilm is not in the cache {cache}" in err
+    assert "`bert-tf samples minilm`" in err
+    # What `bert-tf samples minilm` writes into the cache.
+    os.symlink(minilm_dir, cache / minilm_dir.name)
+    for path in shipped:
+        cfg = (distill.load(path) if "distill" in path.parts else
+               config_lib.load_config(path, config_lib.FinetuneConfig))
+        init = finetune.resolve_init(cfg)
+        assert str(init.vocab_path).startswith(str(cache)), path
+        assert init.description == "random init" or \
+            str(cache) in init.description, (path, init.description)

@@ -162,7 +162,7 @@ def test_export_to_a_read_only_place_is_refused_before_any_work(
     loaded = []
     monkeypatch.setattr(tasks, "get_kind", lambda *a: loaded.append(a))
     out = tmp_path / "ro" / "export" / "toy" / "1"
-    assert cli.main(["export", "--checkpoint", run, "--out", out]) == 2
+    assert cli.main(["export", "--run", run, "--out", out]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"bert-tf export: error: cannot write the export to "
                    f"{out.parent}: read-only file system; choose a writable "
@@ -295,7 +295,7 @@ def test_sigkill_during_an_export_keeps_the_previous_one(toy_run, tmp_path):
     export_lib.export_model(run, out, log=lambda *a: None)
     good = export_lib.predict_texts(export_lib.load_exported(out), ["fine"])
     rng = random.Random(1)
-    command = [sys.executable, "-m", "bert_tf.cli", "export", "--checkpoint",
+    command = [sys.executable, "-m", "bert_tf.cli", "export", "--run",
                str(run), "--out", str(out), "--overwrite"]
     for _ in range(3):
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL,

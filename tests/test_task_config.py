@@ -118,9 +118,9 @@ root = sys.argv[1]
 assert "toy_length" in tasks.fine_tuned_kinds(), tasks.available_kinds()
 for argv in (
         ["finetune", "--config", f"{root}/toy.yaml"],
-        ["export", "--checkpoint", f"{root}/run", "--out",
+        ["export", "--run", f"{root}/run", "--out",
          f"{root}/export/toy/1"],
-        ["export", "--format", "tflite", "--checkpoint", f"{root}/run",
+        ["export", "--format", "tflite", "--run", f"{root}/run",
          "--out", f"{root}/toy.tflite"],
         ["predict", "--model", f"{root}/export/toy/1",
          "the film", "the film was good and long and new"],

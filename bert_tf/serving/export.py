@@ -26,7 +26,7 @@ from bert_tf.serving import warmup
 from bert_tf.serving.integrity import (broken_export_error,
                                        check_export_files)
 from bert_tf.serving.runtime import (FROZEN_WEIGHTS, keeps_reordered_weights,
-                                     serving_only_process)
+                                     native_logs_quiet, serving_only_process)
 from bert_tf.storage import GPath
 
 SIGNATURE_TENSORS = "signature_tensors.txt"
@@ -461,7 +461,7 @@ def print_export_predictions(path, args, serving_only=False):
     `args`; a request the export refuses (over its limits, a malformed
     input) is a ValueError of the export's one line."""
     loaded = load_exported(path, serving_only)
-    with limits_lib.refused_as_value_error():
+    with limits_lib.refused_as_value_error(), native_logs_quiet():
         tasks.get_export_class(exported_kind(path)).print_predictions(
             loaded, args)
 

@@ -23,7 +23,10 @@ reads it from its environment (`docker run -e
 TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 ...` for bf16 exports).
 """
 
+import contextlib
 import os
+import sys
+import tempfile
 
 FROZEN_WEIGHTS = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 
@@ -71,3 +74,29 @@ def serving_only_process(info, environ=None):
 
 __all__ = ["FROZEN_WEIGHTS", "keeps_reordered_weights",
            "serving_only_process"]
+
+
+@contextlib.contextmanager
+def native_logs_quiet():
+    """Keeps the C++ log lines of a first call (Grappler's cost estimates,
+    the TFLite converter's passes, the XNNPACK delegate's INFO) off the
+    user's terminal: the process's stderr goes to a scratch file
+    meanwhile, while Python's own messages (warnings) still reach it.
+    Errors still reach the user, as Python exceptions."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    python_stderr = sys.stderr
+    if python_stderr is sys.__stderr__:
+        sys.stderr = open(os.dup(saved), "w", buffering=1)
+    try:
+        with tempfile.TemporaryFile() as scratch:
+            os.dup2(scratch.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        if sys.stderr is not python_stderr:
+            sys.stderr.close()
+            sys.stderr = python_stderr
+        os.close(saved)

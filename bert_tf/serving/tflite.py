@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from bert_tf import tasks
 from bert_tf.safe_io import check_writable, guarded_write
+from bert_tf.serving.runtime import native_logs_quiet
 from bert_tf.storage import GPath
 
 QUANTIZATIONS = ("none", "dynamic_int8")
@@ -59,7 +60,8 @@ def convert(module, quantize="none"):
         converter.allow_custom_ops = True  # the tf-text kernels
         if quantize == "dynamic_int8":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        return converter.convert()
+        with native_logs_quiet():
+            return converter.convert()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -193,16 +195,21 @@ def interpreter(path, num_threads=2):
 
     try:
         from ai_edge_litert.interpreter import InterpreterWithCustomOps
-    except ImportError:  # ai-edge-litert is optional; TF ships one too
+    except ImportError:  # ai-edge-litert is optional; TF ships one too,
+        # deprecated in its favour (the TFLite guide says so once; TF's
+        # warning on every file is silenced below).
         from tensorflow.lite.python.interpreter import \
             InterpreterWithCustomOps
     if not GPath(path).is_file():
         raise FileNotFoundError(f"{path} does not exist: pass a .tflite file "
                                 "of `bert-tf export --format tflite`.")
     try:
-        return InterpreterWithCustomOps(
-            model_path=str(path), num_threads=num_threads,
-            custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+        with native_logs_quiet(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "tf.lite.Interpreter is "
+                                    "deprecated")
+            return InterpreterWithCustomOps(
+                model_path=str(path), num_threads=num_threads,
+                custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
     except ValueError as error:  # empty, truncated or not a flatbuffer
         reason = str(error).strip().splitlines()[0][:200]
         raise ValueError(
@@ -229,8 +236,9 @@ class TFLiteModel:
         if not self.path.is_file():
             raise FileNotFoundError(f"{path}: no such TFLite file.")
         self._interpreter = interpreter(self.path, num_threads)
-        self._runner = self._interpreter.get_signature_runner(
-            "serving_default")
+        with native_logs_quiet():  # the XNNPACK delegate's INFO line
+            self._runner = self._interpreter.get_signature_runner(
+                "serving_default")
         self.inputs = sorted(self._runner.get_input_details())
         outputs = self._runner.get_output_details()
         self.kind = read_metadata(self.path).get("kind") or next(
@@ -250,8 +258,9 @@ class TFLiteModel:
                              f"got {sizes}.")
         if not max(sizes.values()):
             raise ValueError("texts is empty: give at least one string.")
-        return self._runner(**{name: _encoded(values)
-                               for name, values in inputs.items()})
+        with native_logs_quiet():
+            return self._runner(**{name: _encoded(values)
+                                   for name, values in inputs.items()})
 
 
     def as_loaded(self):

@@ -177,6 +177,10 @@ class ExportKind:
     # `bert-tf predict`'s flags of this kind, beside the common ones (texts,
     # --input, --model, --batch-size): [(flags, argparse keyword args)].
     predict_arguments = ()
+    # What `bert-tf predict --model M --help` says of an export of this
+    # kind: what it answers, and a command line (M: the export).
+    predict_help = ""
+    predict_example = ""
 
     @classmethod
     def add_predict_arguments(cls, parser):

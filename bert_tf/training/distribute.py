@@ -49,13 +49,24 @@ def create_strategy(name="default", devices=None, tpu=None):
 
 
 def describe(strategy):
-    """One line: the strategy, its replicas and devices."""
+    """One line: the strategy by its config name, its replicas and devices.
+
+    Examples:
+        >>> describe(create_strategy("default"))
+        'default (no distribution), 1 replica'
+    """
+    names = {"_DefaultDistributionStrategy": "default (no distribution)",
+             "OneDeviceStrategy": "one_device", "MirroredStrategy":
+             "mirrored", "MultiWorkerMirroredStrategy":
+             "multi_worker_mirrored", "TPUStrategy": "tpu"}
+    name = type(strategy).__name__
     try:
         devices = strategy.extended.worker_devices
     except (RuntimeError, NotImplementedError, AttributeError):
         devices = ()  # the default strategy has none to list
-    return (f"{type(strategy).__name__} with "
-            f"{strategy.num_replicas_in_sync} replica(s)"
+    replicas = strategy.num_replicas_in_sync
+    return (f"{names.get(name, name)}, {replicas} "
+            f"replica{'s' if replicas > 1 else ''}"
             + (f" on {', '.join(devices)}" if devices else ""))
 
 

@@ -11,6 +11,7 @@ import yaml
 
 from bert_tf import checkpoints, config as config_lib
 from bert_tf.precision import resolve_precision
+from bert_tf.storage import GPath
 from bert_tf.text.vocab import read_vocab
 from bert_tf.training import distribute
 
@@ -65,6 +66,21 @@ def write_run_files(trainer, files):
     for path, write in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         write(path)
+
+
+def move_aside(model_dir, log=print):
+    """Moves an existing run directory to `DIR.previous-N` (the first free
+    N), so that a fresh run starts in an empty one and nothing is lost."""
+    model_dir = GPath(model_dir)
+    if not model_dir.exists():
+        return None
+    number = 1
+    while model_dir.with_name(f"{model_dir.name}.previous-{number}").exists():
+        number += 1
+    aside = model_dir.with_name(f"{model_dir.name}.previous-{number}")
+    model_dir.replace(aside)
+    log(f"moved the previous run {model_dir} to {aside}")
+    return aside
 
 
 def log_start(trainer, cfg, log=print):

@@ -24,6 +24,7 @@ from bert_tf.config import TrainerConfig  # noqa: F401 (re-export)
 from bert_tf.safe_io import check_writable
 from bert_tf.storage import GPath
 from bert_tf import keras_compat
+from bert_tf.progress import progress_bar
 from bert_tf.checkpoints.run_state import RunCheckpoints
 from bert_tf.training import distribute, summaries
 
@@ -400,7 +401,7 @@ class Trainer:
 
     def _train_from(self, start_step):
         config = self.config
-        progbar = keras.utils.Progbar(config.train_steps)
+        progbar = progress_bar(config.train_steps)
         progbar.update(start_step)
         results = {}
         while int(self.step.numpy()) < config.train_steps:

@@ -86,6 +86,10 @@ class Classification(Task):
     config_class = ClassificationConfig
     model_class = BertClassifier
     tflite_outputs = ("probabilities", "label", "score")
+    predict_help = ('the label of each text (or text pair: "A<TAB>B"), '
+                    'with its probability; a score for regression')
+    predict_example = ('bert-tf predict --model M "An utterly charming '
+                       'film." "Dull."')
 
     @classmethod
     def load_data(cls, spec):

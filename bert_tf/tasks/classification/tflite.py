@@ -29,7 +29,7 @@ class ClassifierTFLiteModule(tf.Module):
                 "(task.long_document); its TFLite export is not built yet, "
                 "and a TFLite file that cut documents short would answer "
                 "wrongly. Export a SavedModel: bert-tf export "
-                "--checkpoint RUN --out DIR.")
+                "--run RUN --out DIR.")
         self.model_variables = [v.value for v in model.variables]
         tokenizer = BertTokenizer(vocab, spec.lower_case).fused()
         length, labels = spec.seq_length, list(spec.labels)

@@ -149,10 +149,9 @@ def word_feature_graph(encoder, preprocessor, layers, fixed_length=False):
 
 
 def _batches(texts, batch_size, progress, what):
-    import keras
+    from bert_tf.progress import progress_bar
 
-    bar = keras.utils.Progbar(len(texts), unit_name=what) if progress \
-        else None
+    bar = progress_bar(len(texts), unit_name=what) if progress else None
     for start in range(0, len(texts), batch_size):
         chunk = list(texts[start:start + batch_size])
         yield chunk

@@ -71,6 +71,14 @@ class Embeddings(ExportKind):
 
     kind = "embeddings"
     tflite_outputs = ("embedding",)
+    predict_help = (
+        "each text's sentence embedding (its norm and first values), "
+        'and their cosine similarities for 2 to 10 texts'
+    )
+    predict_example = (
+        'bert-tf predict --model M "A man plays guitar." "Someone '
+        'strums a guitar."'
+    )
 
     @classmethod
     def build_export(cls, checkpoint, fixed_length=False, dtype=None,

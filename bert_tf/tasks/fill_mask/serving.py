@@ -134,6 +134,9 @@ class FillMask(ExportKind):
     """The `fill_mask` export kind, as `bert-tf predict` sees it."""
 
     kind = "fill_mask"
+    predict_help = 'the top tokens for each mask marker of each text'
+    predict_example = ('bert-tf predict --model M "The capital of France '
+                       'is [MASK]."')
 
     @classmethod
     def build_export(cls, checkpoint, fixed_length=False, dtype=None,

@@ -77,6 +77,14 @@ class MultipleChoice(Task):
     config_class = MultipleChoiceConfig
     model_class = BertMultipleChoice
     tflite_outputs = ("choice",)
+    predict_help = (
+        "which choice follows the context, with each choice's "
+        'probability'
+    )
+    predict_example = (
+        'bert-tf predict --model M --context "He opened the door." '
+        '--choice "It creaked." --choice "Fish swim."'
+    )
     predict_arguments = (
         (("--context",), {"help": "the context"}),
         (("--choice",), {"action": "append", "default": [],

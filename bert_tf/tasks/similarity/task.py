@@ -54,6 +54,11 @@ class Similarity(Task):
     kind = "similarity"
     config_class = SimilarityConfig
     model_class = BertBiEncoder
+    predict_help = 'the cosine similarity of each text pair ("A<TAB>B")'
+    predict_example = (
+        "bert-tf predict --model M $'A man plays guitar.\\tSomeone "
+        "strums a guitar.'"
+    )
 
     @classmethod
     def load_data(cls, spec):

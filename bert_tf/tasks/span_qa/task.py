@@ -53,6 +53,14 @@ class SpanQA(Task):
     config_class = SpanQAConfig
     model_class = BertSpanLabeler
     tflite_outputs = ("answer",)
+    predict_help = (
+        'the answer span of a question in its context, with its score '
+        'and code-point offsets ("" when unanswerable)'
+    )
+    predict_example = (
+        'bert-tf predict --model M --question "Which place is '
+        'mentioned?" --context "Snow in Oslo again"'
+    )
     predict_arguments = (
         (("--question",), {"help": "the question"}),
         (("--context",), {"help": "the context, or @FILE to read it"}))

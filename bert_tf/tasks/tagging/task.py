@@ -49,6 +49,14 @@ class Tagging(Task):
     config_class = TaggingConfig
     model_class = BertTokenClassifier
     tflite_outputs = ("type",)
+    predict_help = (
+        'the entities of each text: type, text, code-point offsets and '
+        'score'
+    )
+    predict_example = (
+        'bert-tf predict --model M "Watching the Seahawks with Mike in '
+        'Portland"'
+    )
 
     @classmethod
     def load_data(cls, spec):
