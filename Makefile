@@ -23,7 +23,7 @@ demo: $(STAMP)
 # Everything: the suite and every docstring example in the package, in 2
 # processes, one file at a time each. The longest files go first, so the
 # end of the run is not one long file alone.
-SLOWEST_FIRST = tests/test_resume.py tests/test_trainer.py tests/test_notebooks.py
+SLOWEST_FIRST = tests/test_resume.py tests/test_readme.py tests/test_trainer.py tests/test_notebooks.py
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q $(SLOWEST_FIRST) tests --doctest-modules bert_tf -n 2 --dist loadfile
 

@@ -11,6 +11,8 @@ import json
 import math
 import time
 
+import yaml
+
 from bert_tf import checkpoints, config as config_lib, samples, tasks
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
@@ -147,7 +149,7 @@ def already_finished(cfg, fresh=False, log=print):
     if fresh:
         run_setup.move_aside(model_dir, log)
         return None
-    finished = finished_result(model_dir)
+    finished = finished_result(model_dir, cfg)
     if finished is not None:
         log(f"{model_dir} is a finished run (best at step "
             f"{finished.best.get('step', '?')}; "
@@ -157,11 +159,20 @@ def already_finished(cfg, fresh=False, log=print):
     return finished
 
 
-def finished_result(model_dir):
-    """The `FinetuneResult` of a finished run in `model_dir` (from its
-    `best/metrics.json`), or None."""
+def finished_result(model_dir, cfg):
+    """The `FinetuneResult` of `cfg`'s run in `model_dir` if it finished
+    with this same config (its `finetune.yaml` and `best/metrics.json`),
+    else None: a changed config (more steps, say) continues the run."""
     metrics = GPath(model_dir) / "best" / "metrics.json"
-    if not metrics.is_file():
+    saved_config = GPath(model_dir) / "finetune.yaml"
+    if not (metrics.is_file() and saved_config.is_file()):
+        return None
+    now = yaml.safe_load(yaml.safe_dump(config_lib.to_dict(cfg)))
+    saved = yaml.safe_load(saved_config.read_text()) or {}
+    if now.get("mixed_precision") == "auto":  # the run saved its choice
+        saved.pop("mixed_precision", None)
+        now.pop("mixed_precision")
+    if saved != now:
         return None
     saved = json.loads(metrics.read_text())
     return FinetuneResult(saved.get("best") or {}, saved.get("test") or {},

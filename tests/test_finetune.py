@@ -139,7 +139,8 @@ def test_a_run_logs_plainly_and_a_finished_run_is_not_trained_again(
         tmp_path):
     """`bert-tf finetune ... > log.txt`: plain progress lines, no terminal
     codes, no TF warning about unrestored values. Run again, it says in one
-    line that the run is finished; with --fresh the old run moves aside."""
+    line that the run is finished; --fresh moves the old run aside
+    (`test_fresh_moves_the_old_run_aside`)."""
     import os
     import subprocess
     import sys
@@ -168,8 +169,42 @@ def test_a_run_logs_plainly_and_a_finished_run_is_not_trained_again(
     lines = [line for line in again.splitlines() if str(tmp_path) in line]
     assert len(lines) == 1 and "is a finished run" in lines[0], again
     assert "unrestored" not in again.lower() and "step 1/" not in again
-    fresh = run("--fresh")
-    assert f"moved the previous run {tmp_path / 'run'} to " \
-           f"{tmp_path / 'run.previous-1'}" in fresh
-    assert (tmp_path / "run.previous-1" / "best" / "metrics.json").is_file()
-    assert (tmp_path / "run" / "best" / "metrics.json").is_file()
+
+
+def test_fresh_moves_the_old_run_aside(tmp_path):
+    """`--fresh`: the old run directory moves to DIR.previous-N (the first
+    free N), nothing is deleted, and the run starts in an empty one."""
+    from bert_tf.training.run_setup import move_aside
+
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    (run / "best" / "metrics.json").write_text("{}")
+    (tmp_path / "run.previous-1").mkdir()
+    lines = []
+    cfg = toy_config(tmp_path)
+    assert finetune.already_finished(cfg, fresh=True, log=lines.append) \
+        is None
+    assert lines == [f"moved the previous run {run} to "
+                     f"{tmp_path / 'run.previous-2'}"]
+    assert (tmp_path / "run.previous-2" / "best" / "metrics.json").is_file()
+    assert not run.exists() and move_aside(run) is None
+
+
+def test_a_run_is_finished_only_for_the_config_it_finished_with(tmp_path):
+    """The same config again (`mixed_precision: auto` matching whatever
+    the run chose) finds the run finished; more steps continue it."""
+    cfg = toy_config(tmp_path, mixed_precision="auto")
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    config_lib.save_config(
+        config_lib.from_dict(config_lib.FinetuneConfig, {
+            **config_lib.to_dict(cfg), "mixed_precision": "float32"}),
+        run / "finetune.yaml")
+    (run / "best" / "metrics.json").write_text(json.dumps(
+        {"best": {"step": 60, "value": 0.9}, "test": {"accuracy": 0.9}}))
+    lines = []
+    result = finetune.already_finished(cfg, log=lines.append)
+    assert result.best["step"] == 60 and result.test == {"accuracy": 0.9}
+    assert len(lines) == 1 and "is a finished run" in lines[0]
+    longer = toy_config(tmp_path, mixed_precision="auto", epochs=12)
+    assert finetune.already_finished(longer, log=lines.append) is None
