@@ -42,6 +42,7 @@ import tensorflow as tf
 from bert_tf import checkpoints, config, presets
 from bert_tf import samples
 from bert_tf.models.encoder import BertEncoder
+from bert_tf.serving.runtime import native_logs_quiet
 from bert_tf.text.preprocessor import BertPreprocessor
 
 # Beside this file: in a checkout examples/ and configs/, after an install
@@ -242,7 +243,8 @@ def serve(output_dir, results):
     out = output_dir / "export" / "rt_sentiment" / "1"
     export_model(best.best_dir, out, overwrite=True)
     loaded = load_exported(out)
-    answers = predict_texts(loaded, EXAMPLES)
+    with native_logs_quiet():  # a first call's C++ cost-estimate lines
+        answers = predict_texts(loaded, EXAMPLES)
     for i, text in enumerate(EXAMPLES):
         print(f"{answers['label'][i].decode():<9} "
               f"{answers['probabilities'][i].max():.3f}  {text!r}")
@@ -270,7 +272,13 @@ def _minilm_task(output_dir, run, export_name):
     result = finetune.run(cfg)
     out = output_dir / "export" / export_name / "1"
     export_model(result.best_dir, out, overwrite=True)
-    return result, out, load_exported(out).signatures["serving_default"]
+    signature = load_exported(out).signatures["serving_default"]
+
+    def served(**inputs):
+        with native_logs_quiet():  # a first call's C++ cost-estimate lines
+            return signature(**inputs)
+
+    return result, out, served
 
 
 def question_answering(output_dir):
