@@ -16,6 +16,7 @@ import yaml
 from bert_tf import checkpoints, config as config_lib, samples, tasks
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
+from bert_tf.serving.runtime import native_logs_quiet
 from bert_tf.tasks.base import SPEC_FILE, write_spec
 from bert_tf.training import distribute, run_setup
 from bert_tf.training.optimization import create_optimizer, split_clipping
@@ -264,9 +265,12 @@ class _Run:
         split = split or self.validation
         if split is None:
             return {}
-        return self.task.evaluate(model, self.data, split, self.vocab,
-                                  self.cfg.eval_batch_size,
-                                  dynamic_length=self.dynamic)
+        # Evaluation runs the serving graphs, whose first calls print C++
+        # cost-estimate lines that say nothing to the user.
+        with native_logs_quiet():
+            return self.task.evaluate(model, self.data, split, self.vocab,
+                                      self.cfg.eval_batch_size,
+                                      dynamic_length=self.dynamic)
 
     def trainer(self):
         cfg = self.cfg
