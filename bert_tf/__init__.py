@@ -16,6 +16,8 @@ _EXPORTS = {
     "load_config": "bert_tf.config",
     "BertEncoder": "bert_tf.models.encoder",
     "BertPretrainer": "bert_tf.models.pretrainer",
+    "BertDiscriminator": "bert_tf.models.discriminator",
+    "ReplacedTokenHead": "bert_tf.layers.heads",
     "BertClassifier": "bert_tf.tasks.classification.model",
     "BertSpanLabeler": "bert_tf.tasks.span_qa.model",
     "BertTokenClassifier": "bert_tf.tasks.tagging.model",
@@ -40,7 +42,7 @@ _EXPORTS = {
     "load_encoder": "bert_tf.checkpoints",
     "task_dataset": "bert_tf.tasks.classification.data",
 }
-_MODULES = ("checkpoints", "config", "presets", "samples")
+_MODULES = ("checkpoints", "config", "presets", "samples", "sources")
 
 __all__ = sorted(_EXPORTS) + list(_MODULES)
 

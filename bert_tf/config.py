@@ -31,7 +31,8 @@ class EncoderConfig:
         num_heads: A, attention heads; must divide `hidden_size`.
         intermediate_size: feed-forward width (4H in the paper).
         max_position_embeddings: longest sequence the model accepts.
-        type_vocab_size: number of segment ids (2: A and B).
+        type_vocab_size: number of segment ids (2: A and B; 0: no segment
+            embedding, as DistilBERT: `input_type_ids` is then ignored).
         hidden_act: `gelu` (tanh approximation, as the original BERT),
             `gelu_exact` (erf, as HF transformers) or `relu`.
         hidden_dropout: dropout on embeddings and sub-layer outputs.
@@ -40,6 +41,9 @@ class EncoderConfig:
         layer_norm_eps: LayerNorm epsilon.
         attention: `bidirectional` (BERT) or `causal` (the paper's LTR
             ablation).
+        embedding_size: width of the token, segment and position
+            embeddings when it differs from `hidden_size` (ELECTRA-Small:
+            128), projected to `hidden_size` by a dense layer; 0: the same.
 
     Examples:
         >>> cfg = EncoderConfig(hidden_size=128, num_layers=2, num_heads=2,
@@ -61,6 +65,7 @@ class EncoderConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     attention: str = "bidirectional"
+    embedding_size: int = 0
 
     @classmethod
     def from_name(cls, name):
@@ -70,8 +75,10 @@ class EncoderConfig:
     def validate(self, where="encoder"):
         check_values(self, where, (
             "vocab_size", "hidden_size", "num_layers", "num_heads",
-            "intermediate_size", "max_position_embeddings", "type_vocab_size",
+            "intermediate_size", "max_position_embeddings",
             "initializer_range", "layer_norm_eps"), "> 0")
+        check_values(self, where, ("type_vocab_size", "embedding_size"),
+                     ">= 0")
         check_values(self, where, ("hidden_dropout", "attention_dropout"),
                      "in [0, 1)")
         if self.hidden_size % self.num_heads:
@@ -92,21 +99,54 @@ class EncoderConfig:
             109482240
         """
         h, i = self.hidden_size, self.intermediate_size
+        e = self.embedding_size or h
         embeddings = ((self.vocab_size + self.max_position_embeddings +
-                       self.type_vocab_size) * h + 2 * h)
+                       self.type_vocab_size) * e + 2 * e +
+                      (e * h + h if e != h else 0))
         block = 4 * (h * h + h) + 2 * h * i + i + h + 4 * h
         return embeddings + self.num_layers * block + (h * h + h if pooler
                                                        else 0)
 
 
+FAMILIES = ("bert", "electra", "distilbert")
+
+
+@dataclasses.dataclass
+class WeightsConfig:
+    """Where a preset's pre-trained weights come from.
+
+    Args:
+        source: a name `bert_tf.sources.resolve` reads (`hf://ORG/NAME`);
+            "" for a size without weights.
+        family: `bert`, `electra` (the discriminator) or `distilbert`.
+        lower_case: the tokenizer lower-cases (and strips accents); the
+            vocab says the same (`Vocab.is_cased`).
+        languages: what it was pre-trained on, for the docs.
+        description: one line for `bert-tf presets` and the docs.
+    """
+
+    source: str = ""
+    family: str = "bert"
+    lower_case: bool = True
+    languages: str = "English"
+    description: str = ""
+
+    def validate(self, where="weights"):
+        _check_choice(f"{where}.family", self.family, FAMILIES)
+        return self
+
+
 @dataclasses.dataclass
 class ModelConfig:
-    """A model file in `configs/models/`: for now just the encoder."""
+    """A model file in `configs/models/`: the encoder's size and, for a
+    preset with pre-trained weights, where they come from."""
 
     encoder: EncoderConfig = dataclasses.field(default_factory=EncoderConfig)
+    weights: WeightsConfig = dataclasses.field(default_factory=WeightsConfig)
 
     def validate(self, where=""):
         self.encoder.validate(_join(where, "encoder"))
+        self.weights.validate(_join(where, "weights"))
         return self
 
 
@@ -417,4 +457,12 @@ def load_preset(name, overrides=()):
     """
     path = Path(name) if str(name).endswith((".yaml", ".yml")) else \
         presets.preset_path(name)
-    return load_config(path, ModelConfig, overrides).encoder
+    return load_model_preset(name, overrides).encoder
+
+
+def load_model_preset(name, overrides=()):
+    """The validated `ModelConfig` of preset `name` (its size and, if it
+    has them, where its weights come from)."""
+    path = Path(name) if str(name).endswith((".yaml", ".yml")) else \
+        presets.preset_path(name)
+    return load_config(path, ModelConfig, overrides)

@@ -13,7 +13,7 @@ import time
 
 import yaml
 
-from bert_tf import checkpoints, config as config_lib, samples, tasks
+from bert_tf import checkpoints, config as config_lib, sources, tasks
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
 from bert_tf.serving.runtime import native_logs_quiet
@@ -51,10 +51,10 @@ def resolve_init(cfg):
         >>> init.description, init.encoder.num_layers
         ('random init', 2)
     """
-    init = samples.resolve(cfg.init)
+    init = sources.resolve(cfg.init)
     source, _, rest = init.partition(":")
     rest = str(GPath(rest).expanduser()) if rest else rest
-    vocab = (GPath(samples.resolve_vocab(cfg.vocab)).expanduser()
+    vocab = (GPath(sources.resolve_vocab(cfg.vocab)).expanduser()
              if cfg.vocab else None)
     if not init:
         return Init(cfg.encoder, vocab, lambda encoder: None, "random init")

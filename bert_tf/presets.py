@@ -45,3 +45,28 @@ def preset_path(name):
             f"Unknown encoder preset {name!r}; available presets: "
             f"{', '.join(available())}.")
     return path
+
+
+def weights_source(name):
+    """Where preset `name`'s weights come from (`hf://...`), or None when
+    `name` is not a preset or is a size without weights.
+
+    Examples:
+        >>> weights_source("bert_base_uncased")
+        'hf://google-bert/bert-base-uncased'
+        >>> weights_source("bert_tiny") is None
+        True
+    """
+    import yaml
+
+    path = configs_dir() / "models" / f"{name}.yaml"
+    if "/" in str(name) or not path.is_file():
+        return None
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    return (data.get("weights") or {}).get("source") or None
+
+
+def with_weights():
+    """Names of the presets that come with pre-trained weights."""
+    return [name for name in available() if weights_source(name)]

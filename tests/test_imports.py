@@ -138,8 +138,8 @@ def test_no_task_kind_imports_another():
 # the demo run everything.
 LAYERS = [
     {"config", "config_io", "presets", "text", "layers", "losses", "storage",
-     "safe_io", "precision", "keras_compat", "progress"},
-    {"models", "data", "samples"},
+     "safe_io", "precision", "keras_compat", "progress", "hub"},
+    {"models", "data", "samples", "sources", "formats"},
     {"checkpoints"},
     {"training", "tasks"},
     {"serving"},

@@ -155,7 +155,7 @@ def test_hf_weights_import_from_ram_paths(minilm_dir, antiberty_dir):
     """safetensors (MiniLM) and PyTorch zip (AntiBERTy) weights read from
     ram:// equal the same files read from local disk."""
     import numpy as np
-    from bert_tf.checkpoints.hf import read_hf
+    from bert_tf.formats.hf import read_hf
 
     for name, local in (("minilm", minilm_dir),
                         ("antiberty", antiberty_dir)):

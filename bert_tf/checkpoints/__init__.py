@@ -14,22 +14,22 @@ layers. One module per format:
 """
 
 # === Canonical names and foreign formats ===
-from bert_tf.checkpoints.canonical import assign_weights, export_weights
+from bert_tf.formats.canonical import assign_weights, export_weights
 # === Conversion ===
 from bert_tf.checkpoints.convert import (READERS, SOURCES, checkpoint_files,
                                          convert, find_vocab, load_encoder)
-from bert_tf.checkpoints.files import checkpoint_prefix
+from bert_tf.formats.files import checkpoint_prefix
 from bert_tf.checkpoints.garden import read_garden, to_garden_encoder
-from bert_tf.checkpoints.hf import hf_name_to_canonical, read_hf
-from bert_tf.checkpoints.json_config import (encoder_config_from_json,
+from bert_tf.formats.hf import hf_name_to_canonical, read_hf
+from bert_tf.formats.json_config import (encoder_config_from_json,
                                              encoder_config_to_tf1_json)
 # === Our checkpoint directories ===
 from bert_tf.checkpoints.native import (Pretrained, check_vocab_size,
                                         has_heads, load_pretrained,
                                         read_model_variables, restore_model,
                                         save_pretrained)
-from bert_tf.checkpoints.tf1 import read_tf1, save_tf1_checkpoint
-from bert_tf.checkpoints.torch_zip import read_torch_state_dict
+from bert_tf.formats.tf1 import read_tf1, save_tf1_checkpoint
+from bert_tf.formats.torch_zip import read_torch_state_dict
 from bert_tf.config_io import CONFIG_FILE, VOCAB_FILE, WEIGHTS_PREFIX
 from bert_tf.checkpoints.layout import model_checkpoint
 

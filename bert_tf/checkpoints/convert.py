@@ -2,15 +2,15 @@
 bert_tf checkpoint directory."""
 
 
-from bert_tf import samples
-from bert_tf.checkpoints.canonical import assign_weights
+from bert_tf import sources
+from bert_tf.formats.canonical import assign_weights
 from bert_tf.checkpoints.garden import read_garden
-from bert_tf.checkpoints.hf import read_hf
-from bert_tf.checkpoints.files import checkpoint_prefix
+from bert_tf.formats.hf import read_hf
+from bert_tf.formats.files import checkpoint_prefix, find_vocab
 from bert_tf.checkpoints.native import (Pretrained, check_vocab_size,
                                         load_pretrained, restore_model,
                                         save_pretrained)
-from bert_tf.checkpoints.tf1 import read_tf1
+from bert_tf.formats.tf1 import read_tf1
 from bert_tf.config import load_config
 from bert_tf.config_io import (CHECKPOINT_SOURCES, CONFIG_FILE, VOCAB_FILE,
                                WEIGHTS_PREFIX)
@@ -21,16 +21,6 @@ from bert_tf.text.vocab import read_vocab
 
 READERS = dict(zip(CHECKPOINT_SOURCES, (read_hf, read_tf1, read_garden)))
 SOURCES = CHECKPOINT_SOURCES
-
-
-def find_vocab(path):
-    path = GPath(path)
-    directory = path if path.is_dir() else path.parent
-    for candidate in (directory / VOCAB_FILE, directory.parent / VOCAB_FILE):
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(
-        f"No vocab.txt next to {path}; pass --vocab PATH.")
 
 
 def convert(source, input_path, output_dir, vocab_path=None, log=print):
@@ -82,16 +72,17 @@ def load_encoder(spec, dtype=None):
     """The encoder (no heads) and vocab that a checkpoint spec names.
 
     Args:
-        spec: `hf:PATH`, `tf1:PATH` or `garden:PATH` (read directly, vocab
-            next to it), `sample:NAME` (a bundled sample's weights in the
-            cache), or a bert_tf directory: `bert-tf convert` output
+        spec: a name (`hf://ORG/NAME[@REV]`, a preset with weights such as
+            `bert_base_uncased`, `sample:NAME`: `bert_tf.sources`),
+            `hf:PATH`, `tf1:PATH` or `garden:PATH` (read directly, vocab
+            next to it), or a bert_tf directory: `bert-tf convert` output
             or a pre-training run's model_dir (its latest checkpoint).
         dtype: dtype policy of the built encoder.
 
     Returns:
         a `Pretrained` (pretrainer None).
     """
-    source, _, rest = str(samples.resolve(spec)).partition(":")
+    source, _, rest = str(sources.resolve(spec)).partition(":")
     if source in READERS and rest:
         path = GPath(rest).expanduser()
         config, weights, _ = READERS[source](path)

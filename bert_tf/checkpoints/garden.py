@@ -3,10 +3,10 @@ tf_keras import), and our weights in a Garden encoder for parity."""
 
 import tensorflow as tf
 
-from bert_tf.checkpoints.canonical import export_weights
-from bert_tf.checkpoints.files import (checkpoint_prefix, find_file,
+from bert_tf.formats.canonical import export_weights
+from bert_tf.formats.files import (checkpoint_prefix, find_file,
                                        read_checkpoint)
-from bert_tf.checkpoints.json_config import encoder_config_from_json
+from bert_tf.formats.json_config import encoder_config_from_json
 
 def _garden_spec(num_layers):
     """(attribute path in BertEncoderV2, canonical name) for every weight.

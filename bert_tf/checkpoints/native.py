@@ -7,7 +7,7 @@ import dataclasses
 import tensorflow as tf
 
 from bert_tf import config as config_lib
-from bert_tf.checkpoints.files import checkpoint_prefix, read_checkpoint
+from bert_tf.formats.files import checkpoint_prefix, read_checkpoint
 from bert_tf.config import EncoderConfig
 from bert_tf.config_io import CONFIG_FILE, VOCAB_FILE, WEIGHTS_PREFIX
 from bert_tf.checkpoints.layout import (ENCODER_ROOT, STATE_ROOTS,

@@ -1,4 +1,5 @@
-"""BERT input embeddings: token + segment + learned position, LayerNorm, dropout."""
+"""BERT input embeddings: token + segment + learned position, LayerNorm,
+dropout (and, for ELECTRA-Small's narrower embeddings, a projection)."""
 
 import keras
 from keras import ops
@@ -20,6 +21,12 @@ class BertEmbeddings(ConfigLayer):
         dropout: dropout rate after the LayerNorm.
         initializer_range: stddev of the truncated-normal initializers.
         layer_norm_eps: LayerNorm epsilon.
+        embedding_size: width of the embedding tables when it differs from
+            `hidden_size` (a dense layer then projects to `hidden_size`, as
+            ELECTRA); 0: `hidden_size`.
+
+    With `type_vocab_size=0` there is no segment embedding (DistilBERT):
+    the type ids are accepted and ignored.
 
     Examples:
         >>> import numpy as np
@@ -31,26 +38,31 @@ class BertEmbeddings(ConfigLayer):
 
     CONFIG_ARGS = ("vocab_size", "hidden_size", "max_position_embeddings",
                    "type_vocab_size", "dropout", "initializer_range",
-                   "layer_norm_eps")
+                   "layer_norm_eps", "embedding_size")
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings=512,
                  type_vocab_size=2, dropout=0.1, initializer_range=0.02,
-                 layer_norm_eps=1e-12, **kwargs):
+                 layer_norm_eps=1e-12, embedding_size=0, **kwargs):
         super().__init__(**kwargs)
         # === Config ===
         self.keep_config(locals())
 
         # === Layers ===
         init = truncated_normal(initializer_range)
+        width = self.width = embedding_size or hidden_size
         self.word_embeddings = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=init,
+            vocab_size, width, embeddings_initializer=init,
             dtype=norm_policy(self.dtype_policy), name="word_embeddings")
         self.type_embeddings = keras.layers.Embedding(
-            type_vocab_size, hidden_size, embeddings_initializer=init,
-            dtype=norm_policy(self.dtype_policy), name="type_embeddings")
+            type_vocab_size, width, embeddings_initializer=init,
+            dtype=norm_policy(self.dtype_policy),
+            name="type_embeddings") if type_vocab_size else None
         self.position_embeddings = keras.layers.Embedding(
-            max_position_embeddings, hidden_size, embeddings_initializer=init,
+            max_position_embeddings, width, embeddings_initializer=init,
             dtype=norm_policy(self.dtype_policy), name="position_embeddings")
+        self.projection = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+            name="projection") if width != hidden_size else None
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
             name="layer_norm")
@@ -59,9 +71,12 @@ class BertEmbeddings(ConfigLayer):
 
     def build(self, word_ids_shape, type_ids_shape=None):
         self.word_embeddings.build(None)
-        self.type_embeddings.build(None)
+        if self.type_embeddings is not None:
+            self.type_embeddings.build(None)
         self.position_embeddings.build(None)
-        self.layer_norm.build((None, None, self.hidden_size))
+        self.layer_norm.build((None, None, self.width))
+        if self.projection is not None:
+            self.projection.build((None, None, self.width))
         self.built = True
 
     def call(self, word_ids, type_ids, training=None):
@@ -72,9 +87,12 @@ class BertEmbeddings(ConfigLayer):
                 f"max_position_embeddings = {self.max_position_embeddings}: "
                 "pack the text to at most that sequence length.")
         positions = ops.arange(ops.shape(word_ids)[1], dtype="int32")
-        x = (self.word_embeddings(word_ids) + self.type_embeddings(type_ids) +
-             self.position_embeddings(positions)[None])
-        return self.dropout(self.layer_norm(x), training=training)
+        x = self.word_embeddings(word_ids) + \
+            self.position_embeddings(positions)[None]
+        if self.type_embeddings is not None:
+            x = x + self.type_embeddings(type_ids)
+        x = self.dropout(self.layer_norm(x), training=training)
+        return x if self.projection is None else self.projection(x)
 
     def compute_output_shape(self, word_ids_shape, type_ids_shape=None):
         return tuple(word_ids_shape) + (self.hidden_size,)

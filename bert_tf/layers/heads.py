@@ -182,3 +182,52 @@ class NextSentenceHead(ClassificationHead):
         kwargs.pop("dropout", None)
         super().__init__(num_classes=2, dropout=0.0,
                          initializer_range=initializer_range, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class ReplacedTokenHead(ConfigLayer):
+    """ELECTRA's discriminator head: for each token, the logit that it was
+    replaced (dense + activation, then dense to one output).
+
+    Args:
+        hidden_size: width H of the sequence output.
+        hidden_act: activation between the two dense layers.
+        initializer_range: stddev of the truncated-normal initializers.
+
+    Examples:
+        >>> import numpy as np
+        >>> head = ReplacedTokenHead(8)
+        >>> tuple(head(np.random.rand(2, 5, 8).astype("float32")).shape)
+        (2, 5)
+    """
+
+    CONFIG_ARGS = ("hidden_size", "hidden_act", "initializer_range")
+
+    def __init__(self, hidden_size, hidden_act="gelu_exact",
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        # === Config ===
+        self.keep_config(locals())
+
+        # === Layers ===
+        init = truncated_normal(initializer_range)
+        self.dense = keras.layers.Dense(
+            hidden_size, activation=activation(hidden_act),
+            kernel_initializer=init, dtype=self.dtype_policy, name="dense")
+        self.dense_prediction = keras.layers.Dense(
+            1, kernel_initializer=init, dtype=self.dtype_policy,
+            name="dense_prediction")
+
+    def build(self, sequence_output_shape):
+        self.dense.build(sequence_output_shape)
+        self.dense_prediction.build(
+            tuple(sequence_output_shape[:-1]) + (self.hidden_size,))
+        self.built = True
+
+    def call(self, sequence_output):
+        logits = self.dense_prediction(self.dense(sequence_output))
+        return ops.cast(ops.squeeze(logits, -1), "float32")
+
+    def compute_output_spec(self, sequence_output):
+        return keras.KerasTensor(tuple(sequence_output.shape[:-1]),
+                                 dtype="float32")

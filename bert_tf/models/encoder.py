@@ -6,7 +6,9 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from bert_tf import formats, presets
 from bert_tf.config import EncoderConfig, load_preset
+from bert_tf.formats.canonical import assign_weights
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
 from bert_tf.layers.transformer import TransformerBlock
@@ -62,7 +64,8 @@ class BertEncoder(keras.Model):
     The arguments `vocab_size`, `hidden_size`, `num_layers`, `num_heads`,
     `intermediate_size`, `max_position_embeddings`, `type_vocab_size`,
     `hidden_act`, `hidden_dropout`, `attention_dropout`,
-    `initializer_range`, `layer_norm_eps` and `attention` are the fields of
+    `initializer_range`, `layer_norm_eps`, `attention` and
+    `embedding_size` are the fields of
     `bert_tf.config.EncoderConfig`.
 
     Args:
@@ -84,7 +87,8 @@ class BertEncoder(keras.Model):
                  max_position_embeddings=512, type_vocab_size=2,
                  hidden_act="gelu", hidden_dropout=0.1, attention_dropout=0.1,
                  initializer_range=0.02, layer_norm_eps=1e-12,
-                 attention="bidirectional", dtype=None, **kwargs):
+                 attention="bidirectional", embedding_size=0, dtype=None,
+                 **kwargs):
         config = EncoderConfig(
             vocab_size=vocab_size, hidden_size=hidden_size,
             num_layers=num_layers, num_heads=num_heads,
@@ -94,13 +98,14 @@ class BertEncoder(keras.Model):
             hidden_dropout=hidden_dropout,
             attention_dropout=attention_dropout,
             initializer_range=initializer_range,
-            layer_norm_eps=layer_norm_eps, attention=attention).validate()
+            layer_norm_eps=layer_norm_eps, attention=attention,
+            embedding_size=embedding_size).validate()
 
         # === Layers ===
         self.embeddings = BertEmbeddings(
             vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
-            hidden_dropout, initializer_range, layer_norm_eps, dtype=dtype,
-            name="embeddings")
+            hidden_dropout, initializer_range, layer_norm_eps,
+            embedding_size=embedding_size, dtype=dtype, name="embeddings")
         self.transformer_layers = [
             TransformerBlock(
                 hidden_size, num_heads, intermediate_size, hidden_act,
@@ -267,14 +272,44 @@ class BertEncoder(keras.Model):
         return cls(**{**dataclasses.asdict(config), **kwargs})
 
     @classmethod
-    def from_preset(cls, name, **kwargs):
-        """Builds a randomly initialized encoder of a named size.
+    def from_size(cls, name, **kwargs):
+        """A randomly initialized encoder of preset `name`'s size (any
+        preset, with weights or without: `bert-tf presets`).
+
+        Examples:
+            >>> BertEncoder.from_size("bert_tiny").count_params()
+            4385920
+        """
+        return cls.from_config_object(load_preset(name), **kwargs)
+
+    @classmethod
+    def from_preset(cls, name, load_weights=True, **kwargs):
+        """The encoder `name` names, with its pre-trained weights where it
+        has them (as keras-hub's `from_preset`).
+
+        Args:
+            name: a preset with weights (`bert_base_uncased`,
+                `electra_base_discriminator`, ...: `bert-tf presets`),
+                `hf://ORG/NAME[@REVISION]`, `sample:NAME`, an `hf:PATH` /
+                `tf1:PATH`, or a directory in HF's layout. A preset that is
+                only a size (`bert_tiny`, `bert_base`) has no weights: it
+                builds randomly initialized, as `from_size`.
+            load_weights: False: the architecture only, randomly
+                initialized (for a preset, `from_size`).
+            **kwargs: passed to the constructor (e.g. `dtype`).
 
         Examples:
             >>> BertEncoder.from_preset("bert_tiny").count_params()
             4385920
         """
-        return cls.from_config_object(load_preset(name), **kwargs)
+        if name in presets.available() and not (
+                load_weights and presets.weights_source(name)):
+            return cls.from_size(name, **kwargs)
+        config, weights, _ = formats.read_named(name)
+        encoder = cls.from_config_object(config, **kwargs)
+        if load_weights:
+            assign_weights(weights, encoder, source=str(name))
+        return encoder
 
     def get_config(self):
         return {

@@ -56,6 +56,12 @@ class BertPretrainer(keras.Model):
 
     def __init__(self, encoder, nsp=True, **kwargs):
         config = encoder.config
+        if config.embedding_size not in (0, config.hidden_size):
+            raise ValueError(
+                f"encoder.embedding_size = {config.embedding_size} differs "
+                f"from hidden_size = {config.hidden_size}: the masked-LM "
+                "head is tied to the token embedding, which needs them "
+                "equal (ELECTRA's generator is a separate model).")
         # === Layers ===
         self.encoder = encoder
         self.masked_lm = MaskedLMHead(

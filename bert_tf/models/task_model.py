@@ -12,8 +12,9 @@ them alike.
 import keras
 
 from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool
-from bert_tf.models.encoder import (INPUT_NAMES, encoder_inputs,
-                                    from_config_with_encoder, select_inputs)
+from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder,
+                                    encoder_inputs, from_config_with_encoder,
+                                    select_inputs)
 
 
 class TaskModel(keras.Model):
@@ -40,6 +41,26 @@ class TaskModel(keras.Model):
         inputs = encoder_inputs()
         super().__init__(inputs=inputs, outputs=self.head_on(
             encoder(inputs), inputs), **kwargs)
+
+    @classmethod
+    def from_preset(cls, name, load_weights=True, dtype=None, **kwargs):
+        """This task model on the encoder `name` names, with its
+        pre-trained weights (`BertEncoder.from_preset`) and a new head.
+
+        Args:
+            name: a preset, `hf://ORG/NAME[@REVISION]`, `sample:NAME`, ...
+            load_weights: False: a randomly initialized encoder.
+            dtype: the encoder's dtype policy.
+            **kwargs: the model's own arguments (`num_classes=2`, ...).
+
+        Examples:
+            >>> from bert_tf import BertClassifier
+            >>> BertClassifier.from_preset("bert_tiny", num_classes=3
+            ...                            ).output_shape
+            (None, 3)
+        """
+        return cls(BertEncoder.from_preset(name, load_weights, dtype=dtype),
+                   **kwargs)
 
     def head_on(self, encoder_outputs, inputs, training=None):
         """The model's outputs from the encoder's (`encoder_outputs`, the

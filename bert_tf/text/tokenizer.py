@@ -18,8 +18,15 @@ import tensorflow_text as tf_text
 from bert_tf.text.dense import padded_dense
 from bert_tf.text.vocab import Vocab, read_vocab, validate_tokens
 
-# Words longer than this many bytes become [UNK] (original: 100 characters).
+# The original makes words of more than 100 characters [UNK]; tf-text
+# counts bytes. Plain rows (1 byte a character but Latin-1 letters) keep
+# 100 bytes; the others allow 4 bytes a character, so that a Thai phrase,
+# a run of kana or an emoji sequence of up to 100 characters is word-pieced
+# as the original does (a word over 100 characters and under 400 bytes is
+# then word-pieced where the original gives [UNK]: rare, and the lesser
+# error).
 MAX_BYTES_PER_WORD = 100
+MAX_BYTES_PER_WIDE_WORD = 400
 
 # Text on which FastBertTokenizer's fused normalization equals the original
 # BERT's: printable ASCII, tab/newline, and (uncased) Latin-1 letters but ß,
@@ -119,7 +126,8 @@ class BertTokenizer(keras.layers.Layer):
         self.vocab = vocab
 
         # === Tokenizers ===
-        self._wordpiece = self._fast_bert(normalize=False)
+        self._wordpiece = self._fast_bert(
+            normalize=False, max_bytes=MAX_BYTES_PER_WIDE_WORD)
         # Rows of plain text (ASCII + Latin-1 letters, no control
         # characters) take FastBertTokenizer's fused normalization, which
         # equals the original there and is ~2x faster; the rest (and any
@@ -132,10 +140,10 @@ class BertTokenizer(keras.layers.Layer):
                                 _PLAIN_CASED)
         self.built = True
 
-    def _fast_bert(self, normalize):
+    def _fast_bert(self, normalize, max_bytes=MAX_BYTES_PER_WORD):
         return tf_text.FastBertTokenizer(
             vocab=self.vocabulary, suffix_indicator="##",
-            max_bytes_per_word=MAX_BYTES_PER_WORD, token_out_type=tf.int32,
+            max_bytes_per_word=max_bytes, token_out_type=tf.int32,
             unknown_token="[UNK]", lower_case_nfd_strip_accents=normalize)
 
     def fused(self):

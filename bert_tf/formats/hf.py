@@ -1,12 +1,18 @@
-"""HF transformers BERT weights: safetensors or PyTorch .bin."""
+"""HF transformers weights of the BERT family: safetensors or PyTorch .bin.
+
+BERT (`bert.`), ELECTRA (`electra.`, with its discriminator head) and
+DistilBERT (`distilbert.`) share our encoder; DistilBERT's and ELECTRA's
+names are first spelled as BERT's (`_BERT_SPELLING`), then one table maps
+them onto the canonical names.
+"""
 
 import re
 
 import numpy as np
 
-from bert_tf.checkpoints.files import find_file
-from bert_tf.checkpoints.json_config import encoder_config_from_json
-from bert_tf.checkpoints.torch_zip import read_torch_state_dict
+from bert_tf.formats.files import find_file
+from bert_tf.formats.json_config import encoder_config_from_json
+from bert_tf.formats.torch_zip import read_torch_state_dict
 from bert_tf.storage import GPath, is_remote
 
 _HF_RULES = [(re.compile(pattern), target, transpose) for pattern, target,
@@ -31,6 +37,12 @@ _HF_RULES = [(re.compile(pattern), target, transpose) for pattern, target,
      r"\.dense\.weight", r"encoder/layer_\1/\2/dense/kernel", True),
     (r"encoder\.layer\.(\d+)\.(attention\.output|intermediate|output)"
      r"\.dense\.bias", r"encoder/layer_\1/\2/dense/bias", False),
+    (r"embeddings_project\.weight", "embeddings_project/kernel", True),
+    (r"embeddings_project\.bias", "embeddings_project/bias", False),
+    (r"discriminator_predictions\.(dense|dense_prediction)\.weight",
+     r"discriminator_predictions/\1/kernel", True),
+    (r"discriminator_predictions\.(dense|dense_prediction)\.bias",
+     r"discriminator_predictions/\1/bias", False),
     (r"pooler\.dense\.weight", "pooler/dense/kernel", True),
     (r"pooler\.dense\.bias", "pooler/dense/bias", False),
     (r"cls\.predictions\.transform\.dense\.weight",
@@ -42,6 +54,26 @@ _HF_RULES = [(re.compile(pattern), target, transpose) for pattern, target,
      False),
     (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias",
      False),
+]]
+# DistilBERT's and ELECTRA's names in BERT's spelling.
+_LAYER = r"distilbert\.transformer\.layer\.(\d+)\."
+_BERT_SPELLING = [(re.compile(pattern), target) for pattern, target in [
+    (_LAYER + r"attention\.q_lin\.", r"bert.encoder.layer.\1.attention.self.query."),
+    (_LAYER + r"attention\.k_lin\.", r"bert.encoder.layer.\1.attention.self.key."),
+    (_LAYER + r"attention\.v_lin\.", r"bert.encoder.layer.\1.attention.self.value."),
+    (_LAYER + r"attention\.out_lin\.",
+     r"bert.encoder.layer.\1.attention.output.dense."),
+    (_LAYER + r"sa_layer_norm\.",
+     r"bert.encoder.layer.\1.attention.output.LayerNorm."),
+    (_LAYER + r"ffn\.lin1\.", r"bert.encoder.layer.\1.intermediate.dense."),
+    (_LAYER + r"ffn\.lin2\.", r"bert.encoder.layer.\1.output.dense."),
+    (_LAYER + r"output_layer_norm\.", r"bert.encoder.layer.\1.output.LayerNorm."),
+    (r"^distilbert\.embeddings\.", "bert.embeddings."),
+    (r"^vocab_transform\.", "cls.predictions.transform.dense."),
+    (r"^vocab_layer_norm\.", "cls.predictions.transform.LayerNorm."),
+    (r"^vocab_projector\.bias$", "cls.predictions.bias"),
+    (r"^vocab_projector\.weight$", "cls.predictions.decoder.weight"),
+    (r"^electra\.", "bert."),
 ]]
 # Present in HF files but carrying nothing new (buffers, tied copies).
 _HF_REDUNDANT = re.compile(
@@ -55,20 +87,37 @@ def hf_name_to_canonical(name):
         >>> hf_name_to_canonical("bert.encoder.layer.3.output.dense.weight")
         ('bert/encoder/layer_3/output/dense/kernel', True)
     """
+    name = bert_spelling(name)
     short = name[len("bert."):] if name.startswith("bert.") else name
     for pattern, target, transpose in _HF_RULES:
         if pattern.fullmatch(short):
             canonical = pattern.sub(target, short).replace(".", "/")
             canonical = re.sub(r"layer/(\d+)/", r"layer_\1/", canonical)
-            if not canonical.startswith("cls/"):
+            if not canonical.startswith(("cls/", "discriminator_")):
                 canonical = "bert/" + canonical
             return canonical, transpose
     return None
 
 
+def bert_spelling(name):
+    """An HF parameter name of DistilBERT or ELECTRA as BERT spells it.
+
+    Examples:
+        >>> bert_spelling("distilbert.transformer.layer.0.ffn.lin1.weight")
+        'bert.encoder.layer.0.intermediate.dense.weight'
+    """
+    for pattern, target in _BERT_SPELLING:
+        name, count = pattern.subn(target, name)
+        if count:
+            break
+    return name
+
+
 def read_hf(path):
-    """Reads HF BERT weights (`BertModel`, `BertForPreTraining`,
-    `BertForMaskedLM`, or any model with a `bert.` trunk).
+    """Reads HF weights of the BERT family: `BertModel`,
+    `BertForPreTraining`, `BertForMaskedLM` (any model with a `bert.`
+    trunk), `ElectraModel` / `ElectraForPreTraining` (the discriminator,
+    its head included) and `DistilBertModel` / `DistilBertForMaskedLM`.
 
     Args:
         path: a directory with `config.json` and `model.safetensors` or
@@ -107,5 +156,7 @@ def read_hf(path):
             continue
         canonical, transpose = mapped
         value = np.asarray(value, dtype=np.float32)
+        if canonical.endswith("dense_prediction/bias"):
+            value = value.reshape(1)
         weights[canonical] = value.T if transpose else value
     return config, weights, ignored

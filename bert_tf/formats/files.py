@@ -14,6 +14,17 @@ def find_file(directory, names, what):
         f"No {what} in {directory} (looked for {', '.join(names)}).")
 
 
+def find_vocab(path):
+    """The vocab.txt next to a checkpoint (or one directory up)."""
+    path = GPath(path)
+    directory = path if path.is_dir() else path.parent
+    for candidate in (directory / "vocab.txt", directory.parent / "vocab.txt"):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"No vocab.txt next to {path}; pass --vocab PATH.")
+
+
 def checkpoint_prefix(path, default_names):
     """Resolves a directory or a file prefix to a readable checkpoint."""
     path = GPath(path)

@@ -5,9 +5,9 @@ import json
 
 import tensorflow as tf
 
-from bert_tf.checkpoints.files import (checkpoint_prefix, find_file,
+from bert_tf.formats.files import (checkpoint_prefix, find_file,
                                        read_checkpoint)
-from bert_tf.checkpoints.json_config import (encoder_config_from_json,
+from bert_tf.formats.json_config import (encoder_config_from_json,
                                              encoder_config_to_tf1_json)
 from bert_tf.storage import GPath
 

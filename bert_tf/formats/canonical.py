@@ -11,21 +11,31 @@ directions.
 import numpy as np
 
 COPY, TRANSPOSE, QKV = "copy", "transpose", "qkv"
+# Kept at its initialization when a checkpoint has none: ELECTRA and
+# DistilBERT have no pooler (their classifiers read [CLS] through a fresh
+# dense layer, which is what a fine-tuned pooler becomes).
+OPTIONAL = frozenset(["bert/pooler/dense/kernel", "bert/pooler/dense/bias"])
 
 
-def model_spec(encoder, masked_lm=None, next_sentence=None):
+def model_spec(encoder, masked_lm=None, next_sentence=None,
+               discriminator=None):
     """(canonical names, our variable, how they relate) for every weight."""
     emb = encoder.embeddings
     entries = [
         (["bert/embeddings/word_embeddings"], emb.word_embeddings.embeddings,
          COPY),
-        (["bert/embeddings/token_type_embeddings"],
-         emb.type_embeddings.embeddings, COPY),
         (["bert/embeddings/position_embeddings"],
          emb.position_embeddings.embeddings, COPY),
         (["bert/embeddings/LayerNorm/gamma"], emb.layer_norm.gamma, COPY),
         (["bert/embeddings/LayerNorm/beta"], emb.layer_norm.beta, COPY),
     ]
+    if emb.type_embeddings is not None:
+        entries.append((["bert/embeddings/token_type_embeddings"],
+                        emb.type_embeddings.embeddings, COPY))
+    if emb.projection is not None:
+        entries += [
+            (["bert/embeddings_project/kernel"], emb.projection.kernel, COPY),
+            (["bert/embeddings_project/bias"], emb.projection.bias, COPY)]
     for i, block in enumerate(encoder.transformer_layers):
         p = f"bert/encoder/layer_{i}/"
         attn = p + "attention/self/"
@@ -66,6 +76,12 @@ def model_spec(encoder, masked_lm=None, next_sentence=None):
              masked_lm.layer_norm.beta, COPY),
             (["cls/predictions/output_bias"], masked_lm.output_bias, COPY),
         ]
+    if discriminator is not None:
+        entries += [
+            ([f"discriminator_predictions/{dense}/{part}"],
+             getattr(getattr(discriminator, dense), part), COPY)
+            for dense in ("dense", "dense_prediction")
+            for part in ("kernel", "bias")]
     if next_sentence is not None:
         # TF1 stores the NSP weights as [2, H] (used with transpose_b).
         entries += [
@@ -88,7 +104,7 @@ def export_weights(encoder, masked_lm=None, next_sentence=None):
     """
     weights = {}
     for names, variable, transform in model_spec(encoder, masked_lm,
-                                             next_sentence):
+                                                 next_sentence):
         value = np.asarray(variable.numpy())
         if transform == QKV:
             for name, part in zip(names, np.split(value, 3, axis=-1)):
@@ -101,16 +117,23 @@ def export_weights(encoder, masked_lm=None, next_sentence=None):
 
 
 def assign_weights(weights, encoder, masked_lm=None, next_sentence=None,
-                   source="checkpoint"):
+                   source="checkpoint", discriminator=None):
     """Loads a canonical weight dict into our layers, all-or-nothing.
 
-    Every expected name must be present with the expected shape; otherwise a
-    ValueError names the variable (and `source`) and nothing is assigned.
+    Every expected name must be present with the expected shape (but the
+    pooler, see `OPTIONAL`); otherwise a ValueError names the variable (and
+    `source`) and nothing is assigned.
+
+    Returns:
+        the canonical names kept at their initialization (absent pooler).
     """
-    values = []
-    for names, variable, transform in model_spec(encoder, masked_lm,
-                                             next_sentence):
+    values, kept = [], []
+    for names, variable, transform in model_spec(
+            encoder, masked_lm, next_sentence, discriminator):
         missing = [n for n in names if n not in weights]
+        if missing and set(names) <= OPTIONAL:
+            kept += names
+            continue
         if missing:
             raise ValueError(
                 f"{source} has no variable {missing[0]!r}, which a "
@@ -134,3 +157,4 @@ def assign_weights(weights, encoder, masked_lm=None, next_sentence=None,
         values.append((variable, value))
     for variable, value in values:
         variable.assign(value.astype(variable.dtype))
+    return kept

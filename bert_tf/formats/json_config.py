@@ -1,5 +1,5 @@
-"""Encoder configs from and to the json files of HF and the original TF1
-code."""
+"""Encoder configs from and to the json files of HF (BERT, ELECTRA,
+DistilBERT) and the original TF1 code."""
 
 import json
 
@@ -15,6 +15,33 @@ _TF1_ACTIVATIONS = {"gelu": "gelu", "gelu_exact": "gelu_exact",
                     "relu": "relu"}
 
 
+# DistilBERT's config keys in BERT's spelling; it has no segment embedding
+# and a fixed LayerNorm epsilon.
+_DISTILBERT_KEYS = {"dim": "hidden_size", "n_layers": "num_hidden_layers",
+                    "n_heads": "num_attention_heads",
+                    "hidden_dim": "intermediate_size",
+                    "activation": "hidden_act",
+                    "dropout": "hidden_dropout_prob",
+                    "attention_dropout": "attention_probs_dropout_prob"}
+
+
+FAMILY = ("bert", "electra", "distilbert")
+
+
+def bert_keys(data, path="config.json"):
+    """An HF config dict of the BERT family with BERT's keys."""
+    family = data.get("model_type", "bert")
+    if family not in FAMILY:
+        raise ValueError(
+            f"Config file {path}: model_type = {family!r}; the BERT family "
+            f"read here is {', '.join(FAMILY)} (others differ in more than "
+            "names, e.g. RoBERTa's position offset).")
+    if family == "distilbert":
+        data = {_DISTILBERT_KEYS.get(k, k): v for k, v in data.items()}
+        data.update(type_vocab_size=0, layer_norm_eps=1e-12)
+    return data
+
+
 def encoder_config_from_json(path, flavor):
     """Reads an HF `config.json` or TF1 `bert_config.json` into an
     `EncoderConfig`.
@@ -26,6 +53,7 @@ def encoder_config_from_json(path, flavor):
     data = parse_config_file(path, json.loads, (json.JSONDecodeError,),
                              "JSON")
     activations = _HF_ACTIVATIONS if flavor == "hf" else _TF1_ACTIVATIONS
+    data = bert_keys(data, path) if isinstance(data, dict) else data
     required = ("vocab_size", "hidden_size", "num_hidden_layers",
                 "num_attention_heads", "intermediate_size")
     missing = [k for k in required if k not in data]
@@ -54,7 +82,9 @@ def encoder_config_from_json(path, flavor):
         hidden_dropout=data.get("hidden_dropout_prob", 0.1),
         attention_dropout=data.get("attention_probs_dropout_prob", 0.1),
         initializer_range=data.get("initializer_range", 0.02),
-        layer_norm_eps=data.get("layer_norm_eps", 1e-12))
+        layer_norm_eps=data.get("layer_norm_eps", 1e-12),
+        embedding_size=(0 if data.get("embedding_size") in (
+            None, data["hidden_size"]) else data["embedding_size"]))
     try:
         return config.validate()
     except ValueError as e:

@@ -1,0 +1,153 @@
+"""`hf://ORG/NAME[@REVISION]`: checkpoints fetched from the Hugging Face Hub
+by name, through `huggingface_hub`.
+
+Everything that library does for its own users holds here: its cache
+(`HF_HOME`, `HF_HUB_CACHE`), `HF_ENDPOINT`, offline mode (`HF_HUB_OFFLINE=1`
+reads the cache only), the token (`HF_TOKEN` or `hf auth login`), progress
+bars and resumed downloads. On top of it, each file fetched is checked
+against the hash the Hub gave for it (its ETag: the SHA-256 of an LFS file,
+the git blob id of a small one); a file that does not match is deleted and
+never used. Any failure is one line naming the name and the cache.
+"""
+
+import hashlib
+import os
+from pathlib import Path
+
+SCHEME = "hf://"
+REQUIRED = ("config.json", "vocab.txt")
+WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+OPTIONAL = ("tokenizer_config.json",)
+
+
+class HubError(FileNotFoundError):
+    """A name that could not be fetched or read from the cache."""
+
+
+def is_hub_name(value):
+    return str(value).startswith(SCHEME)
+
+
+def parse(spec):
+    """(repo id, revision or None) of `hf://ORG/NAME[@REVISION]`.
+
+    Examples:
+        >>> parse("hf://google-bert/bert-base-uncased@main")
+        ('google-bert/bert-base-uncased', 'main')
+    """
+    repo, _, revision = str(spec)[len(SCHEME):].partition("@")
+    parts = repo.split("/")
+    if not is_hub_name(spec) or not 1 <= len(parts) <= 2 or \
+            not all(parts) or (revision == "" and "@" in str(spec)):
+        raise ValueError(f"{spec}: a hub name is hf://ORG/NAME or "
+                         "hf://ORG/NAME@REVISION.")
+    return repo, revision or None
+
+
+def cache_dir():
+    """The huggingface_hub cache in use (HF_HUB_CACHE, or HF_HOME/hub)."""
+    from huggingface_hub import constants
+    return Path(constants.HF_HUB_CACHE)
+
+
+def download(spec, log=print):
+    """The local directory holding `spec`'s config.json, vocab.txt and
+    weights (safetensors preferred), downloaded once into the cache.
+
+    Raises:
+        HubError: one line naming `spec` and the cache directory.
+    """
+    repo, revision = parse(spec)
+    where = f"{spec} (cache {cache_dir()})"
+    commit = revision
+    paths = {}
+    for name in REQUIRED + WEIGHTS + OPTIONAL:
+        if name == WEIGHTS[1] and WEIGHTS[0] in paths:
+            continue
+        path = _fetch(repo, name, commit, where, log,
+                      required=name in REQUIRED or name == WEIGHTS[1] and
+                      WEIGHTS[0] not in paths)
+        if path is not None:
+            paths[name] = path
+            # Every file from the commit the first one resolved to, even if
+            # the branch moves during the download.
+            commit = commit if _is_commit(commit) else \
+                Path(path).parent.name
+    return Path(paths["config.json"]).parent
+
+
+def _is_commit(revision):
+    return revision is not None and len(revision) == 40 and \
+        all(c in "0123456789abcdef" for c in revision)
+
+
+def _fetch(repo, name, revision, where, log, required):
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+    from huggingface_hub import errors
+    cached = try_to_load_from_cache(repo, name, revision=revision)
+    if isinstance(cached, str):
+        return cached
+    if cached is not None and not required:  # cached as absent
+        return None
+    try:
+        path = hf_hub_download(repo, name, revision=revision)
+    except errors.EntryNotFoundError as e:
+        if isinstance(e, errors.LocalEntryNotFoundError):
+            raise HubError(_offline_message(where, name, e)) from None
+        if not required:
+            return None
+        raise HubError(f"{where} has no {name}"
+                       f"{' or ' + WEIGHTS[0] if name == WEIGHTS[1] else ''}"
+                       ": it is not a BERT-family checkpoint in the HF "
+                       "layout.") from None
+    except errors.RevisionNotFoundError:
+        raise HubError(f"{where}: no revision {revision!r} in "
+                       f"{repo}.") from None
+    except errors.RepositoryNotFoundError:
+        raise HubError(f"{where}: no such model repository (or it is "
+                       "private or gated: set HF_TOKEN).") from None
+    except (errors.HfHubHTTPError, OSError, ValueError) as e:
+        raise HubError(f"{where}: could not download {name}: "
+                       f"{_first_line(e)}") from None
+    _verify(path, where, name)
+    log(f"Fetched {name} of {repo}@{Path(path).parent.name[:12]} into "
+        f"{cache_dir()}")
+    return path
+
+
+def _offline_message(where, name, error):
+    from huggingface_hub import constants
+    reason = ("offline mode (HF_HUB_OFFLINE) is on" if constants.HF_HUB_OFFLINE
+              else f"the hub could not be reached ({_first_line(error)})")
+    return (f"{where}: {name} is not in the cache and {reason}; fetch it "
+            "once with a network.")
+
+
+def _first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def _verify(path, where, name):
+    """Checks the fetched file against its blob name (the Hub's ETag)."""
+    blob = Path(os.path.realpath(path))
+    expected = blob.name
+    if len(expected) == 64:
+        actual = _digest(blob, hashlib.sha256())
+    elif len(expected) == 40:  # a git blob id: sha1 of "blob SIZE\0" + data
+        digest = hashlib.sha1(f"blob {blob.stat().st_size}\0".encode())
+        actual = _digest(blob, digest)
+    else:
+        return  # a hub that gives other ETags: huggingface_hub's size check
+    if actual != expected:
+        blob.unlink(missing_ok=True)
+        Path(path).unlink(missing_ok=True)
+        raise HubError(f"{where}: the downloaded {name} has hash {actual}, "
+                       f"but the hub says {expected}: the download is "
+                       "corrupt; it was deleted, nothing was used.")
+
+
+def _digest(path, digest):
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,60 @@
+"""Checkpoints by name: one resolver for every place that takes weights
+(`init:` in configs, `bert-tf convert --input`, `bert-tf export`'s encoder
+kinds, `from_preset`).
+
+- `hf://ORG/NAME[@REVISION]`: the Hugging Face Hub (`bert_tf.hub`);
+- a preset with weights (`bert_base_uncased`, ...: `configs/models/`);
+- `sample:NAME`: a bundled sample's weights (`bert_tf.samples`);
+- anything else: a path, exactly as before (`hf:PATH`, `tf1:PATH`, a
+  bert_tf directory).
+
+`kaggle://` is refused with a pointer to `hf://`: see `docs/models.md`.
+"""
+
+from bert_tf import hub, presets, samples
+
+KAGGLE = "kaggle://"
+
+
+def resolve(value, log=print):
+    """`value` as `LAYOUT:DIR` when it names a checkpoint (downloading it
+    into the cache if needed); other values unchanged.
+
+    Examples:
+        >>> resolve("hf:/some/dir")
+        'hf:/some/dir'
+    """
+    value = str(value)
+    if value.startswith("sample:"):
+        return samples.resolve(value)
+    if hub.is_hub_name(value):
+        return f"hf:{hub.download(value, log)}"
+    if value.startswith(KAGGLE):
+        raise ValueError(
+            f"{value}: kaggle:// is not supported (Kaggle hosts BERT in the "
+            "keras-hub format); name the same model as hf://ORG/NAME or a "
+            "preset (`bert-tf presets`).")
+    source = presets.weights_source(value)
+    if source:
+        return resolve(source, log)
+    if value in presets.available():
+        raise ValueError(
+            f"{value} is a size without weights: set `encoder: {value}` and "
+            "leave `init:` empty for a random start, or name a preset with "
+            f"weights ({', '.join(presets.with_weights())}).")
+    return value
+
+
+def resolve_vocab(value, log=print):
+    """A `vocab:` value naming a checkpoint read as its vocab.txt; other
+    values unchanged."""
+    if is_name(value):
+        return resolve(value, log).partition(":")[2] + "/vocab.txt"
+    return value
+
+
+def is_name(value):
+    """Whether `value` names a checkpoint (rather than being a path)."""
+    value = str(value)
+    return value.startswith(("sample:", hub.SCHEME, KAGGLE)) or \
+        bool(presets.weights_source(value))
