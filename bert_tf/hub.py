@@ -90,7 +90,9 @@ def _fetch(repo, name, revision, where, log, required):
     if cached is not None and not required:  # cached as absent
         return None
     try:
-        path = hf_hub_download(repo, name, revision=revision)
+        # HF_ENDPOINT read now, not when huggingface_hub was imported.
+        path = hf_hub_download(repo, name, revision=revision,
+                               endpoint=os.environ.get("HF_ENDPOINT"))
     except errors.EntryNotFoundError as e:
         if isinstance(e, errors.LocalEntryNotFoundError):
             raise HubError(_offline_message(where, name, e)) from None
@@ -107,8 +109,9 @@ def _fetch(repo, name, revision, where, log, required):
         raise HubError(f"{where}: no such model repository (or it is "
                        "private or gated: set HF_TOKEN).") from None
     except (errors.HfHubHTTPError, OSError, ValueError) as e:
-        raise HubError(f"{where}: could not download {name}: "
-                       f"{_first_line(e)}") from None
+        raise HubError(f"{where}: could not download {name} "
+                       f"({_first_line(e)}); what arrived is kept apart "
+                       "and the next try resumes it.") from None
     _verify(path, where, name)
     log(f"Fetched {name} of {repo}@{Path(path).parent.name[:12]} into "
         f"{cache_dir()}")

@@ -27,9 +27,10 @@ def convert(source, input_path, output_dir, vocab_path=None, log=print):
     """Converts a foreign checkpoint into a bert_tf checkpoint directory.
 
     Args:
-        source: `hf`, `tf1` or `garden`.
+        source: `hf`, `tf1` or `garden`; None for a name.
         input_path: the checkpoint (see `read_hf`, `read_tf1`,
-            `read_garden`).
+            `read_garden`), or a name (`hf://ORG/NAME[@REVISION]`, a
+            preset with weights, `sample:NAME`: `bert_tf.sources`).
         output_dir: where config.yaml, vocab.txt and model.ckpt.* go.
         vocab_path: vocab.txt (default: found next to the input).
         log: where progress lines go.
@@ -37,6 +38,15 @@ def convert(source, input_path, output_dir, vocab_path=None, log=print):
     Returns:
         a `Pretrained` with the converted models.
     """
+    if source is None or sources.is_name(input_path):
+        layout, _, path = sources.resolve(input_path, log).partition(":")
+        if source is None and not (layout in READERS and path):
+            raise ValueError(
+                f"{input_path}: name its format with --from "
+                f"({', '.join(SOURCES)}), or give a checkpoint name "
+                "(hf://ORG/NAME, a preset with weights, sample:NAME).")
+        if path:
+            source, input_path = layout, path
     if source not in READERS:
         raise ValueError(f"Unknown checkpoint source {source!r}; choose one "
                          f"of {', '.join(SOURCES)}.")

@@ -91,14 +91,19 @@ def _add_model_commands(sub, parser):
     p = sub.add_parser(
         "convert", help="import a foreign checkpoint into a bert_tf "
                         "checkpoint directory")
-    p.add_argument("--from", dest="source", required=True,
-                   choices=CHECKPOINT_SOURCES,
-                   help="hf: config.json + model.safetensors or "
-                        "pytorch_model.bin; tf1: bert_config.json + "
-                        "bert_model.ckpt; garden: Model Garden BertEncoderV2 "
-                        "checkpoint + bert_config.json")
-    p.add_argument("--input", required=True, help="checkpoint directory or "
-                                                  "file")
+    p.add_argument("--from", dest="source", choices=CHECKPOINT_SOURCES,
+                   help="the format of a path given as --input: hf "
+                        "(config.json + model.safetensors or "
+                        "pytorch_model.bin of BERT, ELECTRA or DistilBERT); "
+                        "tf1: bert_config.json + bert_model.ckpt; garden: "
+                        "Model Garden BertEncoderV2 checkpoint + "
+                        "bert_config.json. Not needed for a name")
+    p.add_argument("--input", required=True,
+                   help="a checkpoint directory or file, or a name: "
+                        "hf://ORG/NAME[@REVISION] (huggingface_hub's cache, "
+                        "HF_ENDPOINT, HF_HUB_OFFLINE, HF_TOKEN), a preset "
+                        "with weights (see `bert-tf presets`) or "
+                        "sample:NAME")
     p.add_argument("--output", required=True, help="directory to write "
                                                    "config.yaml, vocab.txt, "
                                                    "model.ckpt.* into")
