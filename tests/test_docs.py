@@ -46,3 +46,17 @@ def test_docs_reference_nothing_outside_the_repository():
         for target in re.findall(r"\]\(([^)#]+)", text):
             assert not target.startswith(("http", "/", "../../")), \
                 (page, target)
+
+
+def test_models_page_and_help_list_every_preset(capsys):
+    from bert_tf import cli, presets
+    page = (ROOT / "docs" / "models.md").read_text()
+    with pytest.raises(SystemExit):
+        cli.main(["presets", "--help"])
+    help_text = capsys.readouterr().out
+    assert len(presets.with_weights()) >= 9
+    for name in presets.available():
+        assert f"`{name}`" in page, name
+        assert name in help_text, name
+    for name in presets.with_weights():
+        assert presets.weights_source(name) in page, name

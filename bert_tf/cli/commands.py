@@ -12,11 +12,14 @@ from bert_tf.serving import old_kind_spelling
 def _presets(args):
     from bert_tf import config, presets
 
-    print(f"{'preset':<20} {'L':>3} {'H':>5} {'A':>3} {'parameters':>13}")
+    print(f"{'preset':<30} {'L':>3} {'H':>5} {'A':>3} {'parameters':>13}  "
+          "weights")
     for name in presets.available():
-        cfg = config.load_preset(name)
-        print(f"{name:<20} {cfg.num_layers:>3} {cfg.hidden_size:>5} "
-              f"{cfg.num_heads:>3} {cfg.num_parameters():>13,}")
+        model = config.load_model_preset(name)
+        cfg = model.encoder
+        print(f"{name:<30} {cfg.num_layers:>3} {cfg.hidden_size:>5} "
+              f"{cfg.num_heads:>3} {cfg.num_parameters():>13,}  "
+              f"{model.weights.source or '- (size only)'}")
 
 
 def _config(args):

@@ -8,6 +8,7 @@ from bert_tf.cli.commands import (_config, _convert, _data_service, _demo,
                                   _export, _features, _finetune, _pairs,
                                   _predict, _presets, _pretrain, _samples,
                                   _vocab, demo_script)
+from bert_tf import presets
 from bert_tf.config_io import CHECKPOINT_SOURCES
 from bert_tf.precision import add_precision_arguments
 from bert_tf.serving import FORMATS
@@ -59,6 +60,18 @@ def _version():
     return f"bert-tf {__version__} ({', '.join(stack)})"
 
 
+def _presets_epilog():
+    named = presets.with_weights()
+    sizes = [n for n in presets.available() if n not in named]
+    return ("with weights (`init: NAME`, `bert-tf convert --input NAME`, "
+            "`BertEncoder.from_preset(NAME)`; fetched from the Hugging Face "
+            "Hub into its cache):\n  " + "\n  ".join(
+                f"{n:<31} {presets.weights_source(n)}" for n in named) +
+            "\nsizes without weights (`encoder: NAME`, random start):\n  " +
+            ", ".join(sizes) + "\nany hf://ORG/NAME[@REVISION] of the BERT "
+            "family (BERT, ELECTRA, DistilBERT) works too.")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="bert-tf",
@@ -76,8 +89,11 @@ def build_parser():
 
 def _add_model_commands(sub, parser):
     """presets, config, convert, samples: encoders, their weights and the sample data."""
-    p = sub.add_parser("presets", help="list the encoder sizes and their "
-                                       "parameter counts")
+    p = sub.add_parser(
+        "presets", help="list the presets: pre-trained weights by name, "
+                        "and sizes to train from scratch",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_presets_epilog())
     p.set_defaults(func=_presets)
 
     p = sub.add_parser("config", help="print a resolved model config")
@@ -108,6 +124,7 @@ def _add_model_commands(sub, parser):
                                                    "config.yaml, vocab.txt, "
                                                    "model.ckpt.* into")
     p.add_argument("--vocab", help="vocab.txt (default: next to the input)")
+    p.epilog = "presets with weights: " + ", ".join(presets.with_weights())
     p.set_defaults(func=_convert)
 
     p = sub.add_parser("samples", help="fetch the real sample data and "
