@@ -294,7 +294,9 @@ class PretrainConfig:
         encoder: an `EncoderConfig` or a preset name.
         nsp: train next-sentence prediction (False: "No NSP").
         init_checkpoint: start from this checkpoint directory (e.g. the
-            seq-128 phase of the two-phase schedule); "" : random init.
+            seq-128 phase of the two-phase schedule), or a name
+            (`bert_base_uncased`, `hf://ORG/NAME`: continued pre-training,
+            the checkpoint's config replacing `encoder`); "" : random init.
         strategy: `default`, `one_device`, `mirrored`,
             `multi_worker_mirrored` or `tpu`.
         tpu: TPU name/address for `strategy: tpu`.
@@ -369,11 +371,12 @@ class FinetuneConfig:
             keys; the kind's typed config reads and checks it
             (`bert_tf.tasks.task_config_of`).
         init: where the encoder starts: "" (random init from `encoder`), a
-            bert_tf directory (from `bert-tf convert`, a pre-training run's
-            model_dir, or a checkpoint prefix), or `hf:PATH`, `tf1:PATH`,
-            `garden:PATH` to import a foreign checkpoint directly, or
-            `sample:minilm` / `sample:antiberty` (the bundled sample
-            weights in the cache, `bert-tf samples`).
+            name (a preset with weights such as `bert_base_uncased`,
+            `hf://ORG/NAME[@REVISION]`, or `sample:minilm` /
+            `sample:antiberty`: `bert_tf.sources`), a bert_tf directory
+            (from `bert-tf convert`, a pre-training run's model_dir, or a
+            checkpoint prefix), or `hf:PATH`, `tf1:PATH`, `garden:PATH` to
+            import a foreign checkpoint directly.
         encoder: the encoder for random init (taken from the checkpoint
             otherwise).
         vocab: vocab.txt ("" : the one beside the checkpoint;

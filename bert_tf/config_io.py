@@ -206,7 +206,9 @@ def to_dict(config):
 
 
 def save_config(config, path):
-    """Writes a config as YAML that `load_config` reads back."""
-    GPath(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False),
+    """Writes a config (or a dict of sections) as YAML that `load_config`
+    reads back."""
+    data = config if isinstance(config, dict) else to_dict(config)
+    GPath(path).write_text(yaml.safe_dump(data, sort_keys=False),
                           encoding="utf-8")
     return path

@@ -1,7 +1,9 @@
 """`bert-tf pretrain`: assembles strategy, precision, model, data and trainer
 from a `PretrainConfig` and runs it."""
 
-from bert_tf import checkpoints, config as config_lib
+import dataclasses
+
+from bert_tf import checkpoints, config as config_lib, formats, sources
 from bert_tf.data import service
 from bert_tf.data.pretraining import pretraining_dataset
 from bert_tf.models.encoder import BertEncoder
@@ -17,8 +19,36 @@ def load(path, overrides=()):
     return config_lib.load_config(path, config_lib.PretrainConfig, overrides)
 
 
-def build_trainer(cfg, log=print):
-    """The `Trainer` for a `PretrainConfig` (policy and seed set up)."""
+def named_init(cfg, log=print):
+    """(cfg, canonical weights or None): an `init_checkpoint` that names a
+    checkpoint (`bert_base_uncased`, `hf://ORG/NAME`, `hf:PATH`, ...) is
+    read through `bert_tf.formats`, and its config becomes the encoder's;
+    a bert_tf checkpoint path is left to the trainer."""
+    spec = str(cfg.init_checkpoint)
+    if not spec or not (sources.is_name(spec) or spec.partition(":")[0] in
+                        formats.NAMED_READERS):
+        return cfg, None
+    encoder, weights, _ = formats.read_named(spec, log)
+    return dataclasses.replace(cfg, encoder=encoder), weights
+
+
+def _assign_named(weights, model, log):
+    heads = {"masked_lm": ("cls/predictions/output_bias", model.masked_lm),
+             "next_sentence": ("cls/seq_relationship/output_bias",
+                               model.next_sentence)}
+    present = {name: head for name, (key, head) in heads.items()
+               if head is not None and key in weights}
+    checkpoints.assign_weights(weights, model.encoder, **present)
+    fresh = [name for name, (_, head) in heads.items()
+             if head is not None and name not in present]
+    if fresh:
+        log(f"the checkpoint has no {' or '.join(fresh)} head: "
+            "initialized randomly")
+
+
+def build_trainer(cfg, log=print, weights=None):
+    """The `Trainer` for a `PretrainConfig` (policy and seed set up);
+    `weights` (from `named_init`) start the model."""
     cfg = run_setup.enter_policy(cfg, cfg.encoder.hidden_size, log)
     strategy = distribute.create_strategy(cfg.strategy, tpu=cfg.tpu)
     vocab = run_setup.checked_vocab(cfg.data.vocab, cfg.encoder)
@@ -27,7 +57,10 @@ def build_trainer(cfg, log=print):
     def model_fn():
         model = BertPretrainer(BertEncoder.from_config_object(cfg.encoder),
                                nsp=cfg.nsp)
-        if cfg.init_checkpoint:
+        if weights is not None:
+            _assign_named(weights, model, log)
+            log(f"initialized from {cfg.init_checkpoint}")
+        elif cfg.init_checkpoint:
             prefix = checkpoints.restore_model(
                 cfg.init_checkpoint, model.encoder, model.masked_lm,
                 model.next_sentence)
@@ -80,13 +113,14 @@ def run(cfg, dry_run=False, log=print):
         run_setup.show_dry_run(cfg, log)
         log(f"encoder parameters: {cfg.encoder.num_parameters():,}")
         return None
+    cfg, weights = named_init(cfg, log)
     with run_setup.run_policy(cfg, cfg.encoder.hidden_size, log) as cfg:
-        trainer = build_trainer(cfg, log)
+        trainer = build_trainer(cfg, log, weights)
         # The run directory is usable as a fine-tuning `init`.
         run_setup.write_run_files(trainer, {
             trainer.model_dir / checkpoints.CONFIG_FILE:
                 lambda path: config_lib.save_config(
-                    config_lib.ModelConfig(encoder=cfg.encoder), path),
+                    {"encoder": config_lib.to_dict(cfg.encoder)}, path),
             trainer.model_dir / checkpoints.VOCAB_FILE:
                 read_vocab(cfg.data.vocab).save})
         run_setup.log_start(trainer, cfg, log)

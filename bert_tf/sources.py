@@ -11,6 +11,9 @@ kinds, `from_preset`).
 `kaggle://` is refused with a pointer to `hf://`: see `docs/models.md`.
 """
 
+import difflib
+from pathlib import Path
+
 from bert_tf import hub, presets, samples
 
 KAGGLE = "kaggle://"
@@ -37,12 +40,27 @@ def resolve(value, log=print):
     source = presets.weights_source(value)
     if source:
         return resolve(source, log)
+    if value not in presets.available() and _looks_like_a_name(value):
+        close = difflib.get_close_matches(value, presets.available(), n=2)
+        raise ValueError(
+            f"{value}: neither a preset nor an existing path"
+            + (f"; did you mean {' or '.join(close)}?" if close else
+               f"; presets with weights: "
+               f"{', '.join(presets.with_weights())}."))
     if value in presets.available():
         raise ValueError(
             f"{value} is a size without weights: set `encoder: {value}` and "
             "leave `init:` empty for a random start, or name a preset with "
             f"weights ({', '.join(presets.with_weights())}).")
     return value
+
+
+def _looks_like_a_name(value):
+    """A bare word that is no file, directory or checkpoint prefix here."""
+    if not value or "/" in value or ":" in value or "." in value:
+        return False
+    path = Path(value).expanduser()
+    return not (path.exists() or Path(f"{value}.index").exists())
 
 
 def resolve_vocab(value, log=print):

@@ -121,3 +121,28 @@ def test_multilingual_tokens_equal_hf_fast_tokenizer(multilingual, case):
     np.testing.assert_array_equal(ours.row_lengths().numpy(), lengths)
     np.testing.assert_array_equal(ours.flat_values.numpy(),
                                   expected[f"{case}_ids"])
+
+
+def test_pretraining_continues_from_a_named_checkpoint():
+    """`init_checkpoint: NAME` in a pre-training config: the checkpoint's
+    config and weights, its masked-LM head kept, a missing NSP head new."""
+    from bert_tf import config as config_lib, pretrain
+    from bert_tf.models.pretrainer import BertPretrainer
+    cfg = config_lib.PretrainConfig(
+        encoder=config_lib.EncoderConfig.from_name("bert_tiny"),
+        init_checkpoint=f"hf:{FAMILIES / 'distilbert'}")
+    lines = []
+    cfg, weights = pretrain.named_init(cfg, lines.append)
+    assert cfg.encoder.type_vocab_size == 0 and cfg.encoder.hidden_size == 32
+    model = BertPretrainer(BertEncoder.from_config_object(cfg.encoder))
+    pretrain._assign_named(weights, model, lines.append)
+    assert lines[-1].startswith("the checkpoint has no next_sentence head")
+    reference = np.load(FAMILIES / "distilbert" / "reference.npz")
+    positions = np.tile(np.arange(12, dtype="int32"), (3, 1))
+    logits = model({**_inputs(reference), "masked_lm_positions": positions}
+                   )["mlm_logits"].numpy()
+    mask = reference["input_mask"][..., None]
+    assert np.abs((logits - reference["head_logits"]) * mask).max() <= 1e-4
+    # A bert_tf checkpoint path is still the trainer's to restore.
+    plain = config_lib.PretrainConfig(init_checkpoint="runs/phase1")
+    assert pretrain.named_init(plain) == (plain, None)

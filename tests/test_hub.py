@@ -147,6 +147,8 @@ def test_missing_file_and_repository_are_one_line(hf_env):
         sources.resolve("kaggle://keras/bert/keras/bert_base_en_uncased")
     with pytest.raises(ValueError, match="a size without weights"):
         sources.resolve("bert_tiny")
+    with pytest.raises(ValueError, match="did you mean bert_base_uncased"):
+        sources.resolve("bert_base_uncasd")
 
 
 def test_presets_name_hub_repositories(hf_env):

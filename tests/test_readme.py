@@ -13,14 +13,25 @@ def _run_first_python_block(path, tmp_path, monkeypatch):
     code = re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
     assert code, f"{path.name} has no python example"
     monkeypatch.chdir(tmp_path)
-    exec(compile(code[0], str(path), "exec"), {})
+    namespace = {}
+    exec(compile(code[0], str(path), "exec"), namespace)
+    return namespace
 
 
 @pytest.mark.slow
 def test_readme_quickstart_runs(tmp_path, monkeypatch, capsys):
-    _run_first_python_block(README, tmp_path, monkeypatch)
+    ran = _run_first_python_block(README, tmp_path, monkeypatch)
     assert "(1, 2)" in capsys.readouterr().out
-    assert (tmp_path / "checkpoints" / "minilm" / "model.ckpt.index").is_file()
+    # from_preset("sample:minilm") loaded MiniLM's weights (moved a little
+    # by the two steps of fitting), not a random encoder of its size.
+    import numpy as np
+    from bert_tf.formats import read_named
+    _, weights, _ = read_named("sample:minilm")
+    encoder = ran["classifier"].encoder
+    assert encoder.config.hidden_size == 384
+    np.testing.assert_allclose(
+        encoder.embeddings.position_embeddings.embeddings.numpy(),
+        weights["bert/embeddings/position_embeddings"], atol=2e-3)
 
 
 @pytest.mark.slow

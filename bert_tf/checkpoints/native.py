@@ -154,7 +154,7 @@ def save_pretrained(directory, encoder, vocab, pretrainer=None):
     directory = GPath(directory)
     directory.mkdir(parents=True, exist_ok=True)
     config_path = config_lib.save_config(
-        config_lib.ModelConfig(encoder=encoder.config),
+        {"encoder": config_lib.to_dict(encoder.config)},
         directory / CONFIG_FILE)
     vocab_path = vocab.save(directory / VOCAB_FILE)
     heads = pretrainer.checkpoint_heads() if pretrainer is not None else {}

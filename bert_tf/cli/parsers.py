@@ -222,10 +222,11 @@ def _add_export_commands(sub, parser):
                         "(or its best/), exported as its own kind")
     p.add_argument("--checkpoint", metavar="CKPT",
                    help="with --kind or --format hub: a pre-trained "
-                        "checkpoint, a bert_tf checkpoint directory, "
-                        f"{'|'.join(CHECKPOINT_SOURCES)}:PATH or "
-                        "sample:minilm (a run given here still works, with "
-                        "a warning)")
+                        "checkpoint: a name (a preset with weights, "
+                        "hf://ORG/NAME[@REVISION], sample:minilm), a "
+                        "bert_tf checkpoint directory or "
+                        f"{'|'.join(CHECKPOINT_SOURCES)}:PATH (a run given "
+                        "here still works, with a warning)")
     p.add_argument("--format", choices=FORMATS, default="savedmodel",
                    help="savedmodel: TF Serving's format, the run's own "
                         "signature; hub: TF Hub-format OUT/preprocess and "
@@ -280,7 +281,9 @@ def _add_answer_commands(sub, parser):
                                         "layers for raw text (no "
                                         "fine-tuning)")
     p.add_argument("--checkpoint", required=True,
-                   help="a bert_tf checkpoint directory or "
+                   help="a name (a preset with weights, "
+                        "hf://ORG/NAME[@REVISION], sample:NAME), a bert_tf "
+                        "checkpoint directory or "
                         f"{'|'.join(CHECKPOINT_SOURCES)}:PATH")
     p.add_argument("--input", required=True, help="text file, one text "
                                                    "per line")
