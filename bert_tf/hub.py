@@ -10,7 +10,9 @@ the git blob id of a small one); a file that does not match is deleted and
 never used. Any failure is one line naming the name and the cache.
 """
 
+import contextlib
 import hashlib
+import logging
 import os
 from pathlib import Path
 
@@ -90,9 +92,11 @@ def _fetch(repo, name, revision, where, log, required):
     if cached is not None and not required:  # cached as absent
         return None
     try:
-        # HF_ENDPOINT read now, not when huggingface_hub was imported.
-        path = hf_hub_download(repo, name, revision=revision,
-                               endpoint=os.environ.get("HF_ENDPOINT"))
+        # HF_ENDPOINT read now, not when huggingface_hub was imported; its
+        # retry warnings off (the error below says it in one line).
+        with _quiet_hub_logger():
+            path = hf_hub_download(repo, name, revision=revision,
+                                   endpoint=os.environ.get("HF_ENDPOINT"))
     except errors.EntryNotFoundError as e:
         if isinstance(e, errors.LocalEntryNotFoundError):
             raise HubError(_offline_message(where, name, e)) from None
@@ -118,10 +122,22 @@ def _fetch(repo, name, revision, where, log, required):
     return path
 
 
+@contextlib.contextmanager
+def _quiet_hub_logger():
+    logger = logging.getLogger("huggingface_hub")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _offline_message(where, name, error):
     from huggingface_hub import constants
+    endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
     reason = ("offline mode (HF_HUB_OFFLINE) is on" if constants.HF_HUB_OFFLINE
-              else f"the hub could not be reached ({_first_line(error)})")
+              else f"{endpoint} could not be reached")
     return (f"{where}: {name} is not in the cache and {reason}; fetch it "
             "once with a network.")
 
