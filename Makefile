@@ -7,7 +7,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 3
 
 BENCH_VENV := .venv-bench
 
-.PHONY: demo test test-fast bench install parity-fixtures
+.PHONY: demo test test-fast bench install parity-fixtures family-fixtures
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -56,3 +56,9 @@ bench: $(BENCH_VENV)/.installed
 parity-fixtures: $(STAMP)
 	$(VENV)/bin/pip install -q -e ".[parity]"
 	$(VENV)/bin/python scripts/make_reference_fixtures.py
+
+# The BERT-family fixtures (tiny random ELECTRA, DistilBERT and cased BERT,
+# and HF's fast-tokenizer ids on the multilingual sample), written by
+# transformers in the bench environment.
+family-fixtures: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python scripts/make_family_fixtures.py

@@ -3,7 +3,7 @@ computes on them, and HF's fast tokenizer's ids on real multilingual text.
 
 Run in the bench environment (torch + transformers), never in tests:
 
-    .venv-bench/bin/python scripts/make_family_fixtures.py
+    make family-fixtures
 
 Writes under tests/fixtures/families/:
 - `bert_cased/`, `electra_small/`, `electra_base/`, `distilbert/`: tiny
