@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 
 SCHEME = "hf://"
-REQUIRED = ("config.json", "vocab.txt")
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 OPTIONAL = ("tokenizer_config.json",)
 
@@ -61,26 +60,16 @@ def download(spec, log=print):
     """
     repo, revision = parse(spec)
     where = f"{spec} (cache {cache_dir()})"
-    commit = revision
-    paths = {}
-    for name in REQUIRED + WEIGHTS + OPTIONAL:
-        if name == WEIGHTS[1] and WEIGHTS[0] in paths:
-            continue
-        path = _fetch(repo, name, commit, where, log,
-                      required=name in REQUIRED or name == WEIGHTS[1] and
-                      WEIGHTS[0] not in paths)
-        if path is not None:
-            paths[name] = path
-            # Every file from the commit the first one resolved to, even if
-            # the branch moves during the download.
-            commit = commit if _is_commit(commit) else \
-                Path(path).parent.name
-    return Path(paths["config.json"]).parent
-
-
-def _is_commit(revision):
-    return revision is not None and len(revision) == 40 and \
-        all(c in "0123456789abcdef" for c in revision)
+    config = Path(_fetch(repo, "config.json", revision, where, log, True))
+    # The snapshot directory is named by the commit: every other file comes
+    # from it, even if the branch moves during the download.
+    commit = config.parent.name
+    _fetch(repo, "vocab.txt", commit, where, log, True)
+    if _fetch(repo, WEIGHTS[0], commit, where, log, False) is None:
+        _fetch(repo, WEIGHTS[1], commit, where, log, True)
+    for name in OPTIONAL:
+        _fetch(repo, name, commit, where, log, False)
+    return config.parent
 
 
 def _fetch(repo, name, revision, where, log, required):
@@ -99,7 +88,7 @@ def _fetch(repo, name, revision, where, log, required):
                                    endpoint=os.environ.get("HF_ENDPOINT"))
     except errors.EntryNotFoundError as e:
         if isinstance(e, errors.LocalEntryNotFoundError):
-            raise HubError(_offline_message(where, name, e)) from None
+            raise HubError(_offline_message(where, name)) from None
         if not required:
             return None
         raise HubError(f"{where} has no {name}"
@@ -133,7 +122,7 @@ def _quiet_hub_logger():
         logger.setLevel(level)
 
 
-def _offline_message(where, name, error):
+def _offline_message(where, name):
     from huggingface_hub import constants
     endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
     reason = ("offline mode (HF_HUB_OFFLINE) is on" if constants.HF_HUB_OFFLINE

@@ -6,6 +6,7 @@ after a regular (non-editable) install, beside the other shipped data
 (`configs/finetune`, `configs/pretrain`, the demo in `examples/`).
 """
 
+import functools
 import sys
 from pathlib import Path
 
@@ -47,6 +48,7 @@ def preset_path(name):
     return path
 
 
+@functools.lru_cache(maxsize=None)
 def weights_source(name):
     """Where preset `name`'s weights come from (`hf://...`), or None when
     `name` is not a preset or is a size without weights.

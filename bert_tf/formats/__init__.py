@@ -17,6 +17,7 @@ from bert_tf import sources
 from bert_tf.formats.files import find_vocab
 from bert_tf.formats.hf import read_hf
 from bert_tf.formats.tf1 import read_tf1
+from bert_tf.storage import GPath
 
 NAMED_READERS = {"hf": read_hf, "tf1": read_tf1}
 
@@ -32,7 +33,6 @@ def read_named(spec, log=print):
     resolved = sources.resolve(spec, log)
     layout, _, path = str(resolved).partition(":")
     if layout not in NAMED_READERS or not path:
-        from bert_tf.storage import GPath
         if not (GPath(resolved).expanduser() / "config.json").is_file():
             raise ValueError(
                 f"{spec}: not a checkpoint name (hf://ORG/NAME, a preset "

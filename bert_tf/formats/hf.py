@@ -156,7 +156,5 @@ def read_hf(path):
             continue
         canonical, transpose = mapped
         value = np.asarray(value, dtype=np.float32)
-        if canonical.endswith("dense_prediction/bias"):
-            value = value.reshape(1)
         weights[canonical] = value.T if transpose else value
     return config, weights, ignored

@@ -207,14 +207,6 @@ def resolve(value, cache=None):
     return f"{ASSETS[name].layout}:{cached(name, cache)}"
 
 
-def resolve_vocab(value, cache=None):
-    """A `vocab:` value with `sample:NAME` read as that weights sample's
-    vocab.txt; other values unchanged."""
-    if not str(value).startswith("sample:"):
-        return value
-    return str(Path(resolve(value, cache).partition(":")[2]) / "vocab.txt")
-
-
 def _is_complete(name, cache):
     asset, root = ASSETS[name], asset_dir(name, cache)
     nested = [Path(m).name for members in asset.nested.values()
