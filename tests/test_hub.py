@@ -188,7 +188,7 @@ def test_from_preset_loads_weights_and_from_size_does_not(hf_env):
 @pytest.mark.slow
 def test_cli_convert_by_name_with_hf_environment(local_hub, tmp_path):
     """`bert-tf convert --input hf://...` as a user runs it: HF_ENDPOINT
-    and HF_HOME in the environment, then again offline."""
+    and HF_HOME in the environment, then again offline (HF_HUB_OFFLINE)."""
     env = dict(os.environ, HF_ENDPOINT=local_hub.url,
                HF_HOME=str(tmp_path / "hf_home"))
     env.pop("HF_HUB_OFFLINE", None)
@@ -205,12 +205,16 @@ def test_cli_convert_by_name_with_hf_environment(local_hub, tmp_path):
                              capture_output=True, text=True, timeout=300)
     assert offline.returncode == 0, offline.stderr
     assert local_hub.requests == []
-    missing = subprocess.run(
-        command[:-3] + ["--input", "hf://acme/unknown", "--output",
-                        str(tmp_path / "c")],
-        env=dict(env, HF_HUB_OFFLINE="1"), capture_output=True, text=True,
-        timeout=300)
-    assert missing.returncode == 2
-    assert missing.stderr.count("\n") == 1
-    assert "hf://acme/unknown" in missing.stderr and "offline" in \
-        missing.stderr and str(tmp_path / "hf_home" / "hub") in missing.stderr
+
+
+def test_cli_offline_unknown_name_is_one_line(hf_env, monkeypatch, capsys,
+                                              tmp_path):
+    from bert_tf import cli
+    _set_offline(monkeypatch, True)
+    code = cli.main(["convert", "--input", "hf://acme/unknown", "--output",
+                     str(tmp_path / "c")])
+    stderr = capsys.readouterr().err
+    assert code == 2 and stderr.count("\n") == 1
+    assert "hf://acme/unknown" in stderr and "offline" in stderr and \
+        str(hub.cache_dir()) in stderr
+    assert not (tmp_path / "c").exists()
