@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from huggingface_hub.utils import reset_sessions
+try:
+    from huggingface_hub.utils import reset_sessions
+except ImportError:  # huggingface_hub 1.x: one httpx client, offline per request
+    from huggingface_hub.utils import close_session as reset_sessions
 
 from bert_tf import hub, sources
 from hub_server import LocalHub
@@ -125,13 +128,17 @@ def test_broken_off_download_resumes(hf_env, monkeypatch):
     # Written in 8 KB blocks (10 MB by default) so that a tiny file has some.
     monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 8192)
     hf_env.drop_after["model.safetensors"] = 50_000
-    with pytest.raises(hub.HubError, match="the next try resumes it"):
-        sources.resolve("hf://acme/tiny-bert")
-    assert not list(hub.cache_dir().rglob("snapshots/*/model.safetensors"))
-    directory = Path(sources.resolve("hf://acme/tiny-bert")[3:])
+    try:  # huggingface_hub 1.x resumes within the same call
+        resolved = sources.resolve("hf://acme/tiny-bert")
+    except hub.HubError as error:  # 0.x: the next call resumes
+        assert "the next try resumes it" in str(error)
+        assert not list(hub.cache_dir().rglob("snapshots/*/model.safetensors"))
+        resolved = sources.resolve("hf://acme/tiny-bert")
+    directory = Path(resolved[3:])
     assert (directory / "model.safetensors").read_bytes() == \
         (FAMILIES / "bert_cased" / "model.safetensors").read_bytes()
-    ranges = [r[2].get("Range") for r in hf_env.gets("model.safetensors")]
+    ranges = [r[2].get("Range") or r[2].get("range")
+              for r in hf_env.gets("model.safetensors")]
     assert len(ranges) == 2 and ranges[0] is None
     assert ranges[1] == f"bytes={6 * 8192}-"  # the blocks that arrived
 
