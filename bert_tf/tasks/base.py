@@ -290,6 +290,17 @@ class Task(TransferHooks, ExportKind):
         """Spec keys decided by the best evaluation (e.g. a threshold)."""
         return {}
 
+    def eval_dataset(self, data, split, vocab, build, *settings):
+        """`build()` (a split's evaluation batches), made once per split
+        and settings: evaluation after each epoch reuses the dataset and
+        its traced preprocessing."""
+        cache = self.__dict__.setdefault("_eval_datasets", {})
+        key = (split, *settings)
+        held = cache.get(key)
+        if held is None or held[0] is not data or held[1] is not vocab:
+            held = cache[key] = (data, vocab, build())
+        return held[2]
+
     # --- serving --------------------------------------------------------------
 
     @classmethod

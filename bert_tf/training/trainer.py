@@ -121,19 +121,19 @@ class Trainer:
             self.model = model_fn()
             self.optimizer = optimizer_fn()
             self.optimizer.build(self.model.trainable_variables)
+            first = None
             if getattr(self.model, "compiled", False):
                 # Keras builds compiled losses and metrics lazily, which
                 # inside `strategy.run` would create variables in a replica
                 # context; build them here from the dataset's spec.
                 self.model.optimizer = self.optimizer
-                element_spec = train_dataset_fn(
-                    tf.distribute.InputContext()).element_spec
-                keras_compat.build_compiled(self.model, element_spec)
+                first = train_dataset_fn(tf.distribute.InputContext())
+                keras_compat.build_compiled(self.model, first.element_spec)
             self.step = tf.Variable(
                 0, dtype=tf.int64, trainable=False, name="global_step",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-        self.iterator = iter(
-            strategy.distribute_datasets_from_function(train_dataset_fn))
+        self.iterator = iter(strategy.distribute_datasets_from_function(
+            _reusing(first, train_dataset_fn)))
         self.eval_dataset_fn = eval_dataset_fn
         self.evaluate_fn = evaluate_fn
         self.history, self.eval_history = [], []  # this process's loops
@@ -458,3 +458,16 @@ class Trainer:
         summaries.write_scalars(self.writer, self.model_dir / "tensorboard",
                                 prefix, values, step)
 
+
+def _reusing(dataset, dataset_fn):
+    """`dataset_fn`, answering with `dataset` (already built, for its spec)
+    in the one-pipeline, one-replica context it was built for: the input
+    pipeline's functions are not traced twice."""
+
+    def dataset_for(context):
+        if dataset is not None and context.num_input_pipelines == 1 and \
+                context.num_replicas_in_sync == 1:
+            return dataset
+        return dataset_fn(context)
+
+    return dataset_for

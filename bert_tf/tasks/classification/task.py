@@ -157,9 +157,11 @@ class Classification(Task):
 
     def evaluate(self, model, data, split, vocab, batch_size,
                  dynamic_length=False):
-        return evaluate_task(model, data, task_dataset(
-            data, split, self.preprocessor(vocab), batch_size,
-            dynamic_length=dynamic_length and not self.spec.long_document))
+        dynamic_length = dynamic_length and not self.spec.long_document
+        return evaluate_task(model, data, self.eval_dataset(
+            data, split, vocab, lambda: task_dataset(
+                data, split, self.preprocessor(vocab), batch_size,
+                dynamic_length=dynamic_length), batch_size, dynamic_length))
 
     # --- distillation (`bert_tf.distill`): a row per text or document ----
 

@@ -184,7 +184,8 @@ class SentenceEmbedder:
         self.hidden_size = encoder.config.hidden_size
         self.preprocessor = BertPreprocessor(vocabulary, seq_length)
         self.function = tf.function(embedding_graph(
-            encoder, self.preprocessor, normalize), reduce_retracing=True)
+            encoder, self.preprocessor, normalize),
+            input_signature=[tf.TensorSpec([None], tf.string)])
 
     def __call__(self, texts, batch_size=64, progress=False):
         """float32 NumPy [len(texts), H]."""
@@ -220,7 +221,8 @@ class FeatureExtractor:
         self.preprocessor = TaggingPreprocessor(vocabulary, seq_length,
                                                 doc_stride)
         self.function = tf.function(word_feature_graph(
-            encoder, self.preprocessor, layers), reduce_retracing=True)
+            encoder, self.preprocessor, layers),
+            input_signature=[tf.TensorSpec([None], tf.string)])
 
     def __call__(self, texts, batch_size=32, progress=False):
         """One dict per text: `words` (strings), `start`, `end` (int32

@@ -165,8 +165,10 @@ class MultipleChoice(Task):
             forward = _FORWARD[model] = tf.function(
                 lambda x: model(x, training=False), reduce_retracing=True)
         logits, labels = [], []
-        for x, y in self._dataset(data, split, vocab, batch_size,
-                                  dynamic_length):
+        for x, y in self.eval_dataset(
+                data, split, vocab, lambda: self._dataset(
+                    data, split, vocab, batch_size, dynamic_length),
+                batch_size, dynamic_length):
             logits.append(forward(x).numpy())
             labels.append(y.numpy())
         if not logits:

@@ -117,7 +117,7 @@ class Similarity(Task):
         if score is None:
             score = _SCORERS[model] = tf.function(
                 score_graph(model, self.preprocessor(vocab)),
-                reduce_retracing=True)
+                input_signature=[tf.TensorSpec([None], tf.string)] * 2)
         parts = [score(tf.constant(texts[i:i + batch_size], tf.string),
                        tf.constant(texts_b[i:i + batch_size], tf.string)
                        ).numpy() for i in range(0, len(texts), batch_size)]

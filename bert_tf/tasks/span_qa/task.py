@@ -161,8 +161,10 @@ class SpanQA(Task):
         cached = _ANSWERERS.get(model)
         if cached is not None and cached[0] == key:
             return cached[1]
-        function = tf.function(answer_graph(model, self.preprocessor(vocab),
-                                            self.spec), reduce_retracing=True)
+        function = tf.function(
+            answer_graph(model, self.preprocessor(vocab), self.spec),
+            input_signature=[tf.TensorSpec([None], tf.string)] * 2 +
+            [tf.TensorSpec([], tf.float32)])
         _ANSWERERS[model] = (key, function)
         return function
 

@@ -131,8 +131,9 @@ class Tagging(Task):
         cached = _TAGGERS.get(model)
         if cached is not None and cached[0] == id(vocab):
             return cached[1]
-        function = tf.function(tag_graph(model, self.preprocessor(vocab),
-                                         self.spec), reduce_retracing=True)
+        function = tf.function(
+            tag_graph(model, self.preprocessor(vocab), self.spec),
+            input_signature=[tf.TensorSpec([None], tf.string)])
         _TAGGERS[model] = (id(vocab), function)
         return function
 
