@@ -21,11 +21,11 @@ demo: $(STAMP)
 	$(VENV)/bin/bert-tf demo
 
 # Everything: the suite and every docstring example in the package, in 2
-# processes, one file at a time each. The longest files go first, so the
-# end of the run is not one long file alone.
-SLOWEST_FIRST = tests/test_resume.py tests/test_readme.py tests/test_trainer.py tests/test_notebooks.py
+# processes, one file at a time each, in collection order (the longest
+# files first: tests/conftest.py), so the end of the run is not one long
+# file alone.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q $(SLOWEST_FIRST) tests --doctest-modules bert_tf -n 2 --dist loadfile
+	$(VENV)/bin/python -m pytest -q tests --doctest-modules bert_tf -n 2 --dist loadfile --no-loadscope-reorder
 
 # The inner loop: no test marked slow (training runs, exports, real
 # weights), no doctests; under 90 s on the 2-core reference machine.
