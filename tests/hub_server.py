@@ -22,7 +22,7 @@ class LocalHub:
 
     Attributes:
         url: the endpoint (set `HF_ENDPOINT` to it).
-        requests: (method, path, headers) of every request.
+        requests: (method, path, headers by lower-case name) of every request.
         corrupt: file names served with one byte changed (same size).
         drop_after: {file name: bytes} sent before the first GET of it
             breaks off (the next GET asks for the rest with a Range).
@@ -83,7 +83,7 @@ class LocalHub:
 
     def _serve(self, handler, body):
         self.requests.append((handler.command, handler.path,
-                              dict(handler.headers)))
+                              {k.lower(): v for k, v in handler.headers.items()}))
         status, error, commit, name, data = self._find(handler.path)
         if status != 200:
             handler.send_response(status)

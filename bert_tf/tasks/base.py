@@ -239,6 +239,7 @@ class Task(TransferHooks, ExportKind):
                                         {**dict(spec), "kind": self.kind},
                                         "spec")
         self.spec = spec
+        self._eval_datasets = {}  # (split, settings) -> (data, vocab, batches)
 
     # --- configuration and data ---------------------------------------------
 
@@ -294,11 +295,10 @@ class Task(TransferHooks, ExportKind):
         """`build()` (a split's evaluation batches), made once per split
         and settings: evaluation after each epoch reuses the dataset and
         its traced preprocessing."""
-        cache = self.__dict__.setdefault("_eval_datasets", {})
         key = (split, *settings)
-        held = cache.get(key)
+        held = self._eval_datasets.get(key)
         if held is None or held[0] is not data or held[1] is not vocab:
-            held = cache[key] = (data, vocab, build())
+            held = self._eval_datasets[key] = (data, vocab, build())
         return held[2]
 
     # --- serving --------------------------------------------------------------
