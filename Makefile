@@ -25,7 +25,7 @@ demo: $(STAMP)
 # files first: tests/conftest.py), so the end of the run is not one long
 # file alone.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q tests --doctest-modules bert_tf -n 2 --dist loadfile --no-loadscope-reorder
+	$(VENV)/bin/python -m pytest -q tests --doctest-modules bert_tf -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 # The inner loop: no test marked slow (training runs, exports, real
 # weights), no doctests; under 90 s on the 2-core reference machine.

@@ -24,12 +24,13 @@ openvino:
     .venv-bench/bin/python benchmarks/serving.py [--calls 300]
         [--batches 20] [--skip-tasks]
 
-The exports are written first; a second process times every row, and a
-third one, started with `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` as `bert-tf
-predict` and a serving container serve fp32 and bf16 exports
-(`bert_tf.serving.runtime`), times those again ("frozen weights" rows: as
-they are served). int8 exports keep their int8 weights as constants and
-need no flag.
+The exports are written first; a second process, started with
+`TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` as `bert-tf predict` and a serving
+container serve them (`bert_tf.serving.runtime`), times every row, peers
+included, in interleaved rounds (each row takes its turn in every round),
+so that every ratio is between rows of one process as deployed. Our rows
+add the nodes one request executes, counted as TF Serving runs the graph
+(`timing.executed_nodes`).
 """
 
 import argparse
@@ -42,42 +43,16 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 THREADS = 2
-FROZEN_SUFFIX = ", frozen weights"
-# Our exports served with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (bf16, and fp32
-# with one encoder copy per row class; bert_tf.serving.runtime).
-FROZEN = ("fp32", "bf16")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf.checkpoints.layout import model_roots  # noqa: E402
-from bert_tf.serving.runtime import FROZEN_WEIGHTS  # noqa: E402
-from timing import run_serving_process  # noqa: E402
+from timing import (executed_nodes, interleaved_latencies,  # noqa: E402
+                    run_serving_process)
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
-
-
-def _batch1(function, inputs, calls):
-    """Batch-1 latencies in ms of `function([input])`."""
-    for item in inputs[:10]:  # warm-up
-        function([item])
-    seconds = []
-    for i in range(calls):
-        start = time.perf_counter()
-        function([inputs[i % len(inputs)]])
-        seconds.append(time.perf_counter() - start)
-    return np.array(seconds) * 1e3
-
-
-def _throughput(function, texts, batches, size=32):
-    """Sentences per second of `function(list of size texts)`."""
-    chunks = [texts[i * size:(i + 1) * size] for i in range(batches)]
-    function(chunks[0])
-    start = time.perf_counter()
-    for chunk in chunks:
-        function(chunk)
-    return batches * size / (time.perf_counter() - start)
 
 
 def _hf_models(directory):
@@ -103,9 +78,15 @@ def _hf_models(directory):
     for kind, model in models.items():
         model.bert.load_state_dict(encoder, strict=False)
         model.eval().save_pretrained(directory / kind)
+    minilm = samples.fetch("minilm")
     BertForSequenceClassification.from_pretrained(
-        samples.fetch("minilm"), num_labels=2).eval().save_pretrained(
-            directory / "minilm")
+        minilm, num_labels=2).eval().save_pretrained(directory / "minilm")
+    BertForQuestionAnswering.from_pretrained(minilm).eval().save_pretrained(
+        directory / "minilm_span_qa")
+    BertForTokenClassification.from_pretrained(
+        minilm, num_labels=len(labels), id2label=dict(enumerate(labels)),
+        label2id={t: i for i, t in enumerate(labels)}).eval(
+    ).save_pretrained(directory / "minilm_tagging")
     return models, labels
 
 
@@ -120,7 +101,10 @@ def _load_hf_models(directory):
                                  BertForSequenceClassification),
                                 ("span_qa", BertForQuestionAnswering),
                                 ("tagging", BertForTokenClassification),
-                                ("minilm", BertForSequenceClassification))}
+                                ("minilm", BertForSequenceClassification),
+                                ("minilm_span_qa", BertForQuestionAnswering),
+                                ("minilm_tagging",
+                                 BertForTokenClassification))}
     return models
 
 
@@ -143,7 +127,16 @@ EXPORTS = {
     "minilm: ours fp32": ("minilm", "classification", "fp32", False),
     "minilm: ours bf16": ("minilm", "classification", "bf16", False),
     "minilm: ours int8": ("minilm", "classification", "int8", False),
+    "minilm span_qa: ours fp32": ("minilm_span_qa", "span_qa", "fp32", False),
+    "minilm span_qa: ours bf16": ("minilm_span_qa", "span_qa", "bf16", False),
+    "minilm span_qa: ours int8": ("minilm_span_qa", "span_qa", "int8", False),
+    "minilm tagging: ours fp32": ("minilm_tagging", "tagging", "fp32", False),
+    "minilm tagging: ours bf16": ("minilm_tagging", "tagging", "bf16", False),
+    "minilm tagging: ours int8": ("minilm_tagging", "tagging", "int8", False),
 }
+# The QA and NER blocks: our exports' prefix -> (HF QA model, HF NER model).
+TASK_FAMILIES = {"": ("span_qa", "tagging"),
+                 "minilm ": ("minilm_span_qa", "minilm_tagging")}
 # The classification blocks: title -> (HF model, our exports' prefix).
 BLOCKS = {"BERT-Base": ("classification", "ours"),
           "MiniLM-L6": ("minilm", "minilm: ours")}
@@ -189,7 +182,8 @@ def _our_export(hf_root, hf_name, vocab_path, out, kind, precision="fp32",
     best = run / "best"
     # BERT-Base's kinds share the classifier's encoder (QA and NER models
     # have no pooler); MiniLM is its own.
-    encoder_source = hf_name if hf_name == "minilm" else "classification"
+    encoder_source = "minilm" if hf_name.startswith("minilm") else \
+        "classification"
     pretrained = checkpoints.convert("hf", hf_root / encoder_source,
                                      run / "encoder", vocab_path=vocab_path,
                                      log=lambda *a: None)
@@ -296,23 +290,23 @@ def _onnx_sessions(hf, tokenizer, directory, texts):
 
 def classification(args, tmp, hf, tokenizer, texts, bf16, prefix="ours"):
     """Rows of a classification table: our exports named `prefix ...`
-    beside the peers on the HF model `hf`."""
+    beside the peers on the HF model `hf`, timed in interleaved rounds;
+    {name: (p50, p99, sentences/s, nodes or None)}, and the peers'
+    versions."""
     import torch
 
     from bert_tf.serving.export import load_exported
 
-    served = {}
+    served, nodes = {}, {}
     for name, (_, kind, precision, fixed) in EXPORTS.items():
-        if kind != "classification" or (precision == "bf16" and not bf16) or (
-                args.frozen_weights and (precision not in FROZEN or
-                                         fixed)) or \
-                not name.startswith(prefix + " "):
+        if kind != "classification" or (precision == "bf16" and not bf16) \
+                or not name.startswith(prefix + " "):
             continue
-        signature = load_exported(_export_dir(tmp, name)).signatures[
-            "serving_default"]
-        served[name + FROZEN_SUFFIX * args.frozen_weights] = (
-            lambda s: lambda batch: s(text=tf.constant(batch))[
-                "logits"].numpy())(signature)
+        path = _export_dir(tmp, name)
+        nodes[name] = executed_nodes(path, {"text": [texts[0]]})
+        signature = load_exported(path).signatures["serving_default"]
+        served[name] = (lambda s: lambda batch: s(text=tf.constant(batch))[
+            "logits"].numpy())(signature)
 
     def hf_eager(batch):
         with torch.inference_mode():
@@ -320,25 +314,40 @@ def classification(args, tmp, hf, tokenizer, texts, bf16, prefix="ours"):
                                max_length=128, return_tensors="pt")
             return hf(**inputs).logits.numpy()
 
-    peers, versions = ({}, None) if args.frozen_weights else _onnx_sessions(
+    peers, versions = _onnx_sessions(
         hf, tokenizer, tmp / f"onnx_{prefix.split(':')[0]}", texts)
-    functions = {**served, **({} if args.frozen_weights else {
-        "HF transformers eager (PyTorch)": hf_eager}), **peers}
+    functions = {**served, "HF transformers eager (PyTorch)": hf_eager,
+                 **peers}
     check = texts[:8]
     want = hf_eager(check)
     for name, function in functions.items():
         delta = np.abs(function(check) - want).max()
         print(f"{name}: max |logit delta| vs HF {delta:.1e}")
-    rows = {}
-    for name, function in functions.items():
-        ms = _batch1(function, texts, args.calls)
-        rows[name] = (np.percentile(ms, 50), np.percentile(ms, 99),
-                      _throughput(function, texts, args.batches))
-    return rows, versions
+    latencies = interleaved_latencies(
+        {name: (lambda f: lambda text: f([text]))(function)
+         for name, function in functions.items()}, texts, args.calls,
+        args.rounds)
+    rates = {name: [] for name in functions}
+    chunks = [texts[i * 32:(i + 1) * 32] for i in range(args.batches)]
+    for function in functions.values():
+        function(chunks[0])
+    for round_index in range(args.rounds):  # interleaved, as above
+        mine = chunks[round_index::args.rounds] or chunks[:1]
+        for name, function in functions.items():
+            start = time.perf_counter()
+            for chunk in mine:
+                function(chunk)
+            rates[name].append(len(mine) * 32 / (
+                time.perf_counter() - start))
+    return {name: (np.percentile(ms, 50), np.percentile(ms, 99),
+                   float(np.median(rates[name])), nodes.get(name))
+            for name, ms in latencies.items()}, versions
 
 
 def qa_and_ner(args, tmp, models, tokenizer, bf16):
-    """Batch-1 rows of QA (seq 384) and NER, ours beside HF's pipelines."""
+    """Batch-1 rows of QA (seq 384) and NER, BERT-Base and MiniLM, ours
+    beside HF's pipelines, each kind timed in interleaved rounds:
+    {name: (p50, p99, nodes or None)}."""
     from transformers import pipeline
 
     from bert_tf.samples import readers
@@ -348,42 +357,47 @@ def qa_and_ner(args, tmp, models, tokenizer, bf16):
     test = load_wnut_qa().split("test")
     questions = [(e["question"], e["context"]) for e in test]
     tweets = [" ".join(tokens) for tokens, _ in readers.read_wnut()]
+    precisions = ("fp32", "bf16", "int8") if bf16 else ("fp32", "int8")
     rows = {}
-    for kind, inputs in (("span_qa", questions), ("tagging", tweets)):
-        precisions = ("fp32", "bf16", "int8") if bf16 else ("fp32", "int8")
-        for precision in [p for p in FROZEN if p in precisions] \
-                if args.frozen_weights else precisions:
-            serve = load_exported(_export_dir(
-                tmp, f"{kind}: ours {precision}")).signatures[
-                    "serving_default"]
+    for family, hf_names in TASK_FAMILIES.items():
+        for kind, hf_name, inputs in zip(("span_qa", "tagging"), hf_names,
+                                         (questions, tweets)):
+            functions, nodes = {}, {}
+            for precision in precisions:
+                name = f"{family}{kind}: ours {precision}"
+                path = _export_dir(tmp, name)
+                serve = load_exported(path).signatures["serving_default"]
+                if kind == "span_qa":
+                    feeds = {"question": [inputs[0][0]],
+                             "context": [inputs[0][1]]}
+
+                    def call(item, serve=serve):
+                        return serve(question=tf.constant([item[0]]),
+                                     context=tf.constant([item[1]]))
+                else:
+                    feeds = {"text": [inputs[0]]}
+
+                    def call(item, serve=serve):
+                        return serve(text=tf.constant([item]))
+                nodes[name] = executed_nodes(path, feeds)
+                functions[name] = call
             if kind == "span_qa":
-                def call(batch, serve=serve):
-                    return serve(question=tf.constant([q for q, _ in batch]),
-                                 context=tf.constant([c for _, c in batch]))
+                hf = pipeline("question-answering", model=models[hf_name],
+                              tokenizer=tokenizer, device="cpu")
+                functions[f"{family}{kind}: HF pipeline (PyTorch)"] = (
+                    lambda item, hf=hf: hf(
+                        question=item[0], context=item[1], max_seq_len=384,
+                        doc_stride=128, handle_impossible_answer=True))
             else:
-                def call(batch, serve=serve):
-                    return serve(text=tf.constant(batch))
-            ms = _batch1(call, inputs, args.calls)
-            rows[f"{kind}: ours {precision}"
-                 + FROZEN_SUFFIX * args.frozen_weights] = (
-                np.percentile(ms, 50), np.percentile(ms, 99))
-        if args.frozen_weights:
-            continue
-        if kind == "span_qa":
-            hf = pipeline("question-answering", model=models[kind],
-                          tokenizer=tokenizer, device="cpu")
-            function = (lambda batch: hf(question=batch[0][0],
-                                         context=batch[0][1],
-                                         max_seq_len=384, doc_stride=128,
-                                         handle_impossible_answer=True))
-        else:
-            hf = pipeline("token-classification", model=models[kind],
-                          tokenizer=tokenizer, device="cpu",
-                          aggregation_strategy="simple")
-            function = lambda batch: hf(batch[0])  # noqa: E731
-        ms = _batch1(function, inputs, args.calls)
-        rows[f"{kind}: HF pipeline (PyTorch)"] = (np.percentile(ms, 50),
-                                                  np.percentile(ms, 99))
+                hf = pipeline("token-classification", model=models[hf_name],
+                              tokenizer=tokenizer, device="cpu",
+                              aggregation_strategy="simple")
+                functions[f"{family}{kind}: HF pipeline (PyTorch)"] = (
+                    lambda item, hf=hf: hf(item))
+            for name, ms in interleaved_latencies(
+                    functions, inputs, args.calls, args.rounds).items():
+                rows[name] = (np.percentile(ms, 50), np.percentile(ms, 99),
+                              nodes.get(name))
     return rows
 
 
@@ -391,11 +405,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved timing rounds (default 5)")
     parser.add_argument("--skip-tasks", action="store_true",
                         help="classification only (no QA / NER rows)")
     parser.add_argument("--exports", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--frozen-weights", action="store_true",
-                        help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     import torch
@@ -412,9 +426,7 @@ def main():
             tmp = Path(tmp)
             _, labels = _hf_models(tmp / "hf")
             write_exports(tmp, vocab_path, labels, bf16, args.skip_tasks)
-            argv = [*sys.argv[1:], "--exports", str(tmp)]
-            run_serving_process(argv, frozen_weights=False)
-            run_serving_process(argv + ["--frozen-weights"],
+            run_serving_process([*sys.argv[1:], "--exports", str(tmp)],
                                 frozen_weights=True)
         return
 
@@ -427,23 +439,19 @@ def main():
     for title, (hf_name, prefix) in BLOCKS.items():
         rows, versions = classification(args, tmp, models[hf_name],
                                         tokenizer, texts, bf16, prefix)
-        if versions:
-            _print_header(title, texts, tokenizer, versions)
-        else:
-            print(f"\n{title}, {FROZEN_WEIGHTS}=1 (fp32 and bf16 exports, "
-                  "as they are served)")
+        _print_header(title, texts, tokenizer, versions)
         print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
-              f"{'b32 sent/s':>11}")
-        for name, (p50, p99, rate) in rows.items():
-            print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f}",
-                  flush=True)
+              f"{'b32 sent/s':>11} {'nodes':>6}")
+        for name, (p50, p99, rate, nodes) in rows.items():
+            print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f} "
+                  f"{nodes or '':>6}", flush=True)
     if args.skip_tasks:
         return
     task_rows = qa_and_ner(args, tmp, models, tokenizer, bf16)
     print(f"\n{'batch 1, real WNUT inputs':<38} {'p50 ms':>10} "
-          f"{'p99 ms':>10}")
-    for name, (p50, p99) in task_rows.items():
-        print(f"{name:<38} {p50:10.2f} {p99:10.2f}")
+          f"{'p99 ms':>10} {'nodes':>6}")
+    for name, (p50, p99, nodes) in task_rows.items():
+        print(f"{name:<38} {p50:10.2f} {p99:10.2f} {nodes or '':>6}")
 
 
 def _print_header(title, texts, tokenizer, versions):
@@ -462,7 +470,8 @@ def _print_header(title, texts, tokenizer, versions):
           f"{', '.join(cpu_int8_flags()) or 'none'}; TF {tf.__version__}, "
           f"torch {torch.__version__}, transformers "
           f"{transformers.__version__}, onnxruntime {versions[0]}, "
-          f"openvino {versions[1]}, nncf {versions[2]}; "
+          f"openvino {versions[1]}, nncf {versions[2]}; {THREADS} threads, "
+          f"one process, TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1; "
           f"{time.strftime('%Y-%m-%d')}")
 
 

@@ -25,6 +25,50 @@ def batch1_latencies(call, items, calls, warmup=10):
     return np.percentile(times, 50), np.percentile(times, 99)
 
 
+def interleaved_latencies(functions, items, calls, rounds=5, warmup=10):
+    """{name: ms array} of `function(item)` for each of `functions`
+    ({name: function}), `calls` calls each cycling through `items`, timed
+    in `rounds` interleaved rounds (every function takes its turn in each
+    round), so that a slow spell of the machine falls on every row alike.
+    """
+    for function in functions.values():
+        for item in items[:warmup]:
+            function(item)
+    times = {name: [] for name in functions}
+    per_round = max(1, calls // rounds)
+    for round_index in range(rounds):
+        for name, function in functions.items():
+            for i in range(per_round):
+                item = items[(round_index * per_round + i) % len(items)]
+                start = time.perf_counter()
+                function(item)
+                times[name].append((time.perf_counter() - start) * 1e3)
+    return {name: np.array(ms) for name, ms in times.items()}
+
+
+def executed_nodes(export_dir, feeds):
+    """Nodes one request executes as TF Serving runs a SavedModel: a v1
+    Session over the `serve` meta graph (Grappler on), the request traced
+    with FULL_TRACE, node stats counted over devices. `feeds`: {input of
+    `serving_default`: list of strings}."""
+    import tensorflow as tf
+
+    with tf.Graph().as_default() as graph, \
+            tf.compat.v1.Session(graph=graph) as session:
+        meta = tf.compat.v1.saved_model.loader.load(
+            session, ["serve"], str(export_dir))
+        signature = meta.signature_def["serving_default"]
+        feed = {signature.inputs[k].name: v for k, v in feeds.items()}
+        fetch = [t.name for t in signature.outputs.values()]
+        for _ in range(3):
+            session.run(fetch, feed)
+        metadata = tf.compat.v1.RunMetadata()
+        session.run(fetch, feed, options=tf.compat.v1.RunOptions(
+            trace_level=tf.compat.v1.RunOptions.FULL_TRACE),
+            run_metadata=metadata)
+    return sum(len(d.node_stats) for d in metadata.step_stats.dev_stats)
+
+
 def run_serving_process(argv, frozen_weights):
     """Runs this script again with `argv` in a new process that only
     serves: with `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` when `frozen_weights`,

@@ -8,7 +8,10 @@ TensorFlow):
 
 import importlib
 
+from bert_tf import _moved
+
 __version__ = "0.1.0"
+_moved.install()  # old import paths warn and work for one release
 
 _EXPORTS = {
     "EncoderConfig": "bert_tf.config",

@@ -184,12 +184,34 @@ def assert_trimmed_matches_fixed_length(run_dir, bucketed, tmp_path, requests):
     assert counts[0] > counts[1]
 
 
-def assert_bf16_keeps_norms_and_tables_float32(variables):
-    """By name: every layer norm (gamma, beta) and every embedding table of
-    a bf16 model is float32, and every matmul kernel is bfloat16."""
+def served_weight_dtypes(export_dir, loaded):
+    """{name: dtype} of an export's weights: its variables, and the
+    constants its graphs read them as (`BertEncoder.inline_weights`), which
+    keep the variables' names."""
     import tensorflow as tf
 
-    dtypes = {v.name: v.dtype for v in variables if v.dtype.is_floating}
+    from bert_tf.serving import export as export_lib
+
+    weights = {v.name: v.dtype for v in loaded.model_variables}
+    saved = export_lib.read_saved_model(export_dir)
+    for function in saved.meta_graphs[0].graph_def.library.function:
+        for node in function.node_def:
+            if node.op == "Const" and node.name.endswith(
+                    ("kernel", "bias", "gamma", "beta", "embeddings")):
+                weights[node.name + ":0"] = tf.dtypes.as_dtype(
+                    node.attr["dtype"].type)
+    return weights
+
+
+def assert_bf16_keeps_norms_and_tables_float32(dtypes):
+    """By name (`{name: dtype}`): every layer norm (gamma, beta) and every
+    embedding table of a bf16 model is float32, and every matmul kernel is
+    bfloat16."""
+    import tensorflow as tf
+
+    if not isinstance(dtypes, dict):  # variables
+        dtypes = {v.name: v.dtype for v in dtypes}
+    dtypes = {k: v for k, v in dtypes.items() if v.is_floating}
     kept = sorted(name for name in dtypes if "norm" in name or
                   "embeddings/embeddings" in name)
     parts = ("embeddings/layer_norm/gamma", "attention_norm/gamma",
@@ -231,16 +253,16 @@ def assert_bf16_export_agrees(run_dir, fp32_export, tmp_path, requests,
     info = json.loads((out / "assets.extra" / "bert_tf.json").read_text())
     assert info["precision"] == precision
     loaded = export_lib.load_exported(out)
-    dtypes = {v.dtype for v in loaded.model_variables if v.dtype.is_floating}
+    weights = served_weight_dtypes(out, loaded)
+    dtypes = {dtype for dtype in weights.values() if dtype.is_floating}
     if precision == "bf16":
         assert dtypes == {tf.bfloat16, tf.float32}, dtypes
-        assert_bf16_keeps_norms_and_tables_float32(loaded.model_variables)
+        assert_bf16_keeps_norms_and_tables_float32(weights)
     else:
         assert dtypes == {tf.float32}, dtypes
-        assert not any("intermediate" in v.name
-                       for v in loaded.model_variables)
+        assert not any("intermediate/kernel" in name for name in weights)
         ops = export_lib.graph_op_types(out)
-        assert ops.get("QuantizedMatMulWithBiasAndDequantize", 0) >= 4, ops
+        assert ops.get("_QuantizedMatMul", 0) >= 4, ops
     serve = {precision: loaded.signatures["serving_default"],
              "fp32": export_lib.load_exported(fp32_export).signatures[
                  "serving_default"]}

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.encoder import ROW_CLASS_BOUNDS, BertEncoder, row_class
 from conftest import TINY, random_inputs
 
 
@@ -136,3 +136,38 @@ def test_too_long_input_is_a_clear_error(tiny_config):
                                          r"but this model has "
                                          r"max_position_embeddings = 64"):
         encoder(random_inputs(length=65))
+
+
+@pytest.mark.parametrize("rows, expected", [(6, 0), (7, 1), (80, 1),
+                                            (81, 2)])
+def test_row_class_bounds_are_inclusive_below(rows, expected):
+    """The copy a traced fp32 encoder runs is the row class of its token
+    rows: [0, 7), [7, 81), [81, ...) (`ROW_CLASS_BOUNDS`)."""
+    assert ROW_CLASS_BOUNDS == (7, 81)
+    assert int(row_class(tf.constant(rows))) == expected
+
+
+def test_inlined_weights_serve_the_same_numbers_and_read_no_block_variable(
+        tiny_config):
+    encoder = BertEncoder(**tiny_config)
+    inputs = random_inputs(batch=3, length=9, pad_from=4)
+    before = encoder(inputs)
+    encoder.branch_by_rows()
+    encoder.inline_weights()
+    served = tf.function(encoder)
+    graph = served.get_concrete_function(inputs).graph.as_graph_def()
+    nodes = list(graph.node) + [n for f in graph.library.function
+                                for n in f.node_def]
+    assert not [n for n in nodes if n.op in ("ReadVariableOp", "VarHandleOp")]
+    # One copy of the weights for three row classes: the qkv kernels are
+    # constants of one function, which each branch calls.
+    kernels = [n for n in nodes if n.op == "Const" and n.attr[
+        "value"].tensor.tensor_shape.dim[-1:] and n.attr[
+        "value"].tensor.tensor_shape.dim[-1].size == 3 * tiny_config[
+        "hidden_size"]]
+    assert len(kernels) == 2 * tiny_config["num_layers"]  # kernel, bias
+    after = served(inputs)
+    for name in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(after[name], before[name], atol=1e-5)
+    encoder.inline_weights(False)
+    assert encoder.inlined_variables() == []

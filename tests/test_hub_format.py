@@ -117,7 +117,7 @@ def test_bf16_encoder_agrees_with_fp32(exported, tmp_path):
         assert quantized[name].dtype == tf.float32
         np.testing.assert_allclose(quantized[name], fp32[name], atol=5e-2)
     assert export_lib.graph_op_types(int8["encoder"]).get(
-        "QuantizedMatMulWithBiasAndDequantize", 0) >= 4
+        "_QuantizedMatMul", 0) >= 4
 
 
 @pytest.mark.slow

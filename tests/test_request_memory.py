@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.chunked import map_in_chunks, rows_per_step
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.serving import export as export_lib
 from bert_tf.tasks.classification.model import BertClassifier
@@ -145,6 +145,22 @@ def test_chunks_give_the_logits_of_one_call():
                           {k: v[:0] for k, v in x.items()},
                           ("start_logits",))
     assert empty["start_logits"].shape == (0, 24)
+
+
+@pytest.mark.parametrize("rows, steps", [
+    (6, [6]), (7, [7]), (80, [80]), (81, [80, 1])])
+def test_a_step_holds_its_token_budget_and_no_more(rows, steps):
+    """Rows of 3 tokens, a budget of 240 tokens: 80 rows a step. One row
+    more per step would still give the right answers, so the steps
+    themselves are pinned: each row reports the size of its step."""
+    assert [int(rows_per_step(tf.constant(n), 240)) for n in (3, 240, 241)] \
+        == [80, 1, 1]
+    step_size = map_in_chunks(
+        lambda chunk: {"n": tf.fill([tf.shape(chunk["ids"])[0]],
+                                    tf.shape(chunk["ids"])[0])},
+        {"ids": tf.ones((rows, 3), tf.int32)}, ("n",),
+        tokens_per_step=240)["n"].numpy().astype(int).tolist()
+    assert step_size == [n for n in steps for _ in range(n)]
 
 
 def test_windowed_documents_pool_after_all_chunks():

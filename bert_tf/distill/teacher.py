@@ -4,11 +4,10 @@ its task section, its init (cut to chosen blocks) and its vocab."""
 import dataclasses
 import json
 
-import tensorflow as tf
-
 from bert_tf import checkpoints, config as config_lib, finetune
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.serving.export import EXPORT_FIELDS, load_exported
+from bert_tf.serving.weights import restore_exported_weights
 from bert_tf.storage import GPath
 from bert_tf.tasks import fine_tuned_kinds, get_task_class, read_spec
 from bert_tf.tasks.base import (build_encoder, restore_finetuned,
@@ -66,18 +65,12 @@ def _export_spec(path):
 
 def _restore_export(task, path):
     """(model, vocab) of an export: the task model built from its spec,
-    with the SavedModel's variables assigned in order (an export keeps its
-    model's variables, `TaskModule.model_variables`)."""
+    with the export's weights (`restore_exported_weights`)."""
     loaded = load_exported(path)  # a damaged export is named, file by file
     model = task.build_model(build_encoder(task.spec))
-    saved = list(getattr(loaded, "model_variables", []))
-    if len(saved) != len(model.variables) or any(
-            tuple(a.shape) != tuple(b.shape)
-            for a, b in zip(saved, model.variables)):
+    if not restore_exported_weights(model, loaded, path):
         raise ValueError(f"teacher {path}: its variables do not fit the "
                          f"{task.kind} model its bert_tf.json describes.")
-    for variable, value in zip(model.variables, saved):
-        variable.assign(tf.cast(value, variable.dtype))
     return model, read_vocab(path / "assets" / checkpoints.VOCAB_FILE)
 
 

@@ -7,6 +7,7 @@ from keras import ops
 # truncated_normal is re-exported: it lived here first.
 from bert_tf.layers.base import (ConfigLayer, norm_policy,  # noqa: F401
                                  truncated_normal)
+from bert_tf.layers.norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -63,7 +64,7 @@ class BertEmbeddings(ConfigLayer):
         self.projection = keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
             name="projection") if width != hidden_size else None
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
             name="layer_norm")
         self.dropout = keras.layers.Dropout(

@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
+from bert_tf.layers.norm import LayerNorm
 from bert_tf.layers.transformer import activation
 
 
@@ -61,7 +62,7 @@ class MaskedLMHead(ConfigLayer):
             hidden_size, activation=activation(hidden_act),
             kernel_initializer=truncated_normal(
                 initializer_range), dtype=self.dtype_policy, name="transform")
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
             name="layer_norm")
 

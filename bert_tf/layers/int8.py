@@ -1,30 +1,37 @@
 """int8 dense layers for served encoders: oneDNN's VNNI / AMX-INT8 matmul
-kernels through TensorFlow's stock `QuantizedMatMulWithBiasAndDequantize`.
+kernels through TensorFlow's internal `_QuantizedMatMul`, the op Grappler
+itself rewrites quantized graphs into.
 
-Weights are int8 per output channel; activations are quantized per
-tensor. Uncalibrated, each call quantizes its input by the input's own
-range. Calibrated (each input channel's range over some real texts,
-`InputRangeRecorder`), outlier channels are smoothed into the weights
-first (SmoothQuant) and the range is fixed: a matmul is then three ops
-(quantize, int8 matmul, per-channel scale) where the per-call range took
-twelve, which at batch 1 cost more than the int8 matmul saved.
-The op takes one scalar weight range, so the kernel runs on the int8
-weights as they are (scale 1) and the per-channel scales multiply its
-float output. Its quint8 input must be non-negative (the SCALED mode;
-the op's MIN_FIRST bias compensation is wrong in oneDNN v3 builds): the
-activation is shifted by its minimum and the shift comes back through the
-bias, `lo * column_sums(W)`.
+A matmul is two ops: the input quantized to int8 (symmetric, one scale per
+tensor: `QuantizeV2`), and one `_QuantizedMatMul` that multiplies it with
+the int8 weights (one scale per output channel, given to the kernel as
+per-channel ranges), adds the bias, applies GELU where the feed-forward
+layer has it, and dequantizes, all inside oneDNN's kernel. Its weights are
+constants (`is_weight_const`): the kernel packs them once, on its first
+call, and keeps them. (The public `QuantizedMatMulWithBiasAndDequantize`
+took one scalar weight range, so each call also multiplied its output by
+the per-channel scales, and, in the oneDNN v3 path, packed its weights
+again on every call: 0.30 ms a node at one row.)
 
-The weights are constants of the serving function, not variables: fed as
-a variable the kernel reorders an int8 weight on every call (a 768x3072
-matmul at 27 rows took 1.34 ms, as constants 0.70 ms, fp32 1.45 ms; 2
-AVX512_VNNI cores). So an int8 layer cannot train; it is built from a
-trained `keras.layers.Dense` (`Int8Dense.from_dense`) for export only.
+Calibrated (each input channel's range over some real texts,
+`InputRangeRecorder`), outlier channels are first smoothed into the
+weights (SmoothQuant: one `Mul` on the input) and the input's range is
+fixed; uncalibrated, each call quantizes its input by its own largest
+magnitude. So an int8 layer cannot train: it is built from a trained
+`keras.layers.Dense` (`Int8Dense.from_dense`) for export only.
+
+`_QuantizedMatMul` is registered by the oneDNN builds of TensorFlow (the
+x86 Linux wheels); `available()` says whether the running one has it.
 """
 
 import keras
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework import op_def_library, op_def_registry
+
+from bert_tf.layers.transformer import gelu_erf, gelu_tanh
+
+QUANTIZED_MATMUL = "_QuantizedMatMul"
 
 # The weights' scalar range as the op sees it: int8 values at scale 1.
 _WEIGHT_LIMIT = 127.0
@@ -59,6 +66,16 @@ def _quantizable_range(low, high):
                                  max_range=high, T=tf.quint8,
                                  mode="MIN_FIRST")[0]
     return low, high, int(tf.bitcast(zero, tf.uint8).numpy()[0, 0])
+
+
+def available():
+    """Whether the running TensorFlow has oneDNN's fused int8 matmul."""
+    return op_def_registry.get(QUANTIZED_MATMUL) is not None
+
+
+# The activations oneDNN's kernel applies itself, by the function.
+_FUSED_ACTIVATIONS = {gelu_tanh: "GeluApproximate", gelu_erf: "GeluExact",
+                      keras.activations.gelu: "GeluExact"}
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -97,10 +114,11 @@ class Int8Dense(keras.layers.Layer):
         self.units = kernel.shape[1]
         bias = np.zeros(self.units, np.float32) if bias is None else \
             np.asarray(bias, np.float32)
-        # What the op adds before the per-channel scale, and the column
-        # sums that bring back the input's shift.
-        self.bias_over_scale = bias / self.kernel_scale
-        self.column_sums = kernel.astype(np.float32).sum(axis=0)
+        self.bias = bias
+        # Each output's column sum of the dequantized weights: what a
+        # shifted input brings back through the bias.
+        self.column_sums = kernel.astype(np.float32).sum(axis=0) * \
+            self.kernel_scale
         self.activation = keras.activations.get(activation)
         self.input_scale = None if input_scale is None else \
             np.asarray(input_scale, np.float32)
@@ -146,14 +164,6 @@ class Int8Dense(keras.layers.Layer):
                    input_scale=smoothing, input_range=input_range,
                    name=dense.name)
 
-    @staticmethod
-    def _input_range(x):
-        # An empty batch has no range: 0 keeps the graph finite.
-        nonempty = tf.size(x) > 0
-        low = tf.where(nonempty, tf.reduce_min(x), 0.0)
-        high = tf.where(nonempty, tf.reduce_max(x) - low, 0.0)
-        return low, tf.maximum(high, _MIN_RANGE)
-
     def call(self, x):
         shape = tf.shape(x)
         out = self._matmul(tf.reshape(tf.cast(x, tf.float32),
@@ -161,38 +171,52 @@ class Int8Dense(keras.layers.Layer):
         return tf.reshape(out, tf.concat([shape[:-1], [self.units]], 0))
 
     def _rows_matmul(self, rows):
-        """The layer on rows [n, in]."""
+        """The layer on rows [n, in]: quantize, then one fused kernel."""
         if self.input_scale is not None:
             rows = rows * tf.constant(1.0 / self.input_scale)
+        # uint8 codes of the input shifted by its low end (oneDNN's u8 x s8
+        # kernel, and a one-sided input such as GELU's keeps all 256
+        # codes); the shift comes back through the bias: x W = (x - lo) W
+        # + lo * column_sums(W).
         if self.input_range is not None:
-            # MIN_FIRST codes are `round(x / step) - zero`: `zero * step *
-            # column_sums` comes back as a constant bias.
+            # MIN_FIRST codes are round(x / step) - zero: the shifted input's
+            # codes at no extra op; `zero * step` (the kernel's own rounding
+            # of -lo) is the shift.
             low, high, zero = self.input_range
             quantized = tf.raw_ops.QuantizeV2(
                 input=rows, min_range=low, max_range=high, T=tf.quint8,
                 mode="MIN_FIRST")[0]
-            bias = self.bias_over_scale - zero * (
-                high - low) / 255.0 * self.column_sums
-            return self._dequantized(quantized, tf.constant(
-                bias.astype(np.float32)), 0.0, high - low)
-        low, width = self._input_range(rows)
-        quantized, q_low, q_high = tf.raw_ops.QuantizeV2(
-            input=rows - low, min_range=0.0, max_range=width, T=tf.quint8,
-            mode="SCALED")
-        bias = tf.constant(self.bias_over_scale) + low * tf.constant(
-            self.column_sums)
-        return self._dequantized(quantized, bias, q_low, q_high)
-
-    def _dequantized(self, quantized, bias, low, high):
-        """The float output of the int8 matmul of quint8 codes spanning
-        [low, high], with the per-channel scale and the activation."""
-        out = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
-            a=quantized, b=tf.constant(self.kernel_int8, tf.qint8),
-            bias=bias, min_a=low, max_a=high,
-            min_b=-_WEIGHT_LIMIT, max_b=_WEIGHT_LIMIT,
-            min_freezed_output=0.0, max_freezed_output=0.0,
-            Toutput=tf.float32, input_quant_mode="SCALED")
-        return self.activation(out * tf.constant(self.kernel_scale))
+            step = (high - low) / 255.0
+            bias = tf.constant(self.bias - zero * step * self.column_sums)
+            q_low, q_high = tf.constant(0.0), tf.constant(high - low)
+        else:  # this call's own range; an empty batch has none
+            nonempty = tf.size(rows) > 0
+            low = tf.where(nonempty, tf.minimum(tf.reduce_min(rows), 0.0),
+                           0.0)
+            width = tf.maximum(tf.where(nonempty, tf.reduce_max(rows), 0.0)
+                               - low, _MIN_RANGE)
+            bias = tf.constant(self.bias) + low * tf.constant(
+                self.column_sums)
+            quantized, q_low, q_high = tf.raw_ops.QuantizeV2(
+                input=rows - low, min_range=0.0, max_range=width,
+                T=tf.quint8, mode="SCALED")
+        fused = _FUSED_ACTIVATIONS.get(self.activation)
+        weight_range = self.kernel_scale * _WEIGHT_LIMIT
+        op = op_def_library._apply_op_helper(
+            QUANTIZED_MATMUL, name="QuantizedMatMul",
+            device_inputs=[quantized, tf.constant(self.kernel_int8, tf.qint8),
+                           bias],
+            host_inputs=[q_low, q_high, tf.constant(-weight_range),
+                         tf.constant(weight_range)],
+            Tdevice_outputs=[tf.float32], Thost_outputs=[], T1=tf.quint8,
+            T2=tf.qint8, Tbias=tf.float32, U=tf.float32, Tout=tf.float32,
+            transpose_a=False, transpose_b=False, is_weight_const=True,
+            is_bias_const=self.input_range is not None,
+            fused_ops=["BiasAdd"] + ([fused] if fused else []) +
+            ["Dequantize"], input_quant_mode="SCALED",
+            output_quant_mode="SCALED", leakyrelu_alpha=0.2)[2]
+        out = op.outputs[0]
+        return out if fused else self.activation(out)
 
     def compute_output_shape(self, input_shape):
         return (*input_shape[:-1], self.units)
@@ -202,7 +226,7 @@ class Int8Dense(keras.layers.Layer):
         config.update({
             "kernel": self.kernel_int8.tolist(),
             "kernel_scale": self.kernel_scale.tolist(),
-            "bias": (self.bias_over_scale * self.kernel_scale).tolist(),
+            "bias": self.bias.tolist(),
             "activation": keras.activations.serialize(self.activation),
             "input_scale": None if self.input_scale is None else
             self.input_scale.tolist(),

@@ -18,17 +18,30 @@ import keras
 from keras import ops
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
+from bert_tf.layers.norm import LayerNorm
 
 # Added to the logits of masked-out keys; exp() of it is exactly 0 in float32.
 _MASK_LOGIT = -1e9
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
+def gelu_tanh(x):
+    """The original BERT's GELU: the tanh approximation."""
+    return keras.activations.gelu(x, approximate=True)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+def gelu_erf(x):
+    """The exact GELU, x * Phi(x)."""
+    return keras.activations.gelu(x, approximate=False)
+
+
 def activation(name):
     """The feed-forward activation named in `EncoderConfig.hidden_act`."""
     if name == "gelu":  # The original BERT's tanh approximation.
-        return lambda x: keras.activations.gelu(x, approximate=True)
+        return gelu_tanh
     if name == "gelu_exact":
-        return lambda x: keras.activations.gelu(x, approximate=False)
+        return gelu_erf
     if name == "relu":
         return keras.activations.relu
     raise ValueError(
@@ -97,21 +110,39 @@ class MultiHeadSelfAttention(ConfigLayer):
         self.output_dense.build((None, None, self.hidden_size))
         self.built = True
 
-    def _attend(self, x, input_mask):
+    def _attend(self, x, input_mask, attention_bias=None):
         """(float32 attention probabilities [batch, heads, seq, seq],
         values [batch, heads, seq, head_size]) of `x`."""
-        batch, length = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
+        if attention_bias is None:
+            attention_bias = attention_logit_bias(input_mask, self.causal)
         rows = ops.reshape(x, (-1, self.hidden_size))
-        qkv = ops.reshape(self.qkv(rows),
-                          (batch, length, 3, self.num_heads, self.head_size))
+        # [batch, seq, 3, heads, head_size]: the batch and length are the
+        # bias's, which every layer shares (Grappler computes them once).
+        qkv = ops.reshape(self.qkv(rows), (
+            -1, ops.shape(attention_bias)[-1], 3, self.num_heads,
+            self.head_size))
         # [3, batch, heads, seq, head_size]: one transpose for q, k and v.
         query, key, value = ops.unstack(
             ops.transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
         logits = ops.matmul(query, ops.swapaxes(key, -1, -2)) * ops.cast(
             1.0 / math.sqrt(self.head_size), query.dtype)
-        logits = ops.cast(logits, "float32") + attention_logit_bias(
-            input_mask, self.causal)
-        return ops.softmax(logits, axis=-1), value
+        # Keras casts a float argument to the layer's compute dtype: the
+        # bias comes back to float32 (a no-op in float32).
+        return ops.softmax(ops.cast(logits, "float32") + ops.cast(
+            attention_bias, "float32"), axis=-1), value
+
+    def scale_values(self, qkv, scale):
+        """Multiplies the value columns of the float `qkv` Dense (this
+        layer's, or the one it wraps) by `scale` [H]: the attention's
+        output before `output_dense` is then scaled per channel alike
+        (probabilities x values is linear in the values). For int8
+        export."""
+        kernel, bias = qkv.kernel.numpy(), qkv.bias.numpy()
+        values = slice(2 * self.hidden_size, 3 * self.hidden_size)
+        kernel[:, values] *= scale
+        bias[values] *= scale
+        qkv.kernel.assign(kernel)
+        qkv.bias.assign(bias)
 
     def probabilities(self, x, input_mask):
         """The attention distributions (float32 [batch, heads, seq, seq],
@@ -119,15 +150,18 @@ class MultiHeadSelfAttention(ConfigLayer):
         distillation matches (MiniLM, TinyBERT)."""
         return self._attend(x, input_mask)[0]
 
-    def call(self, x, input_mask, training=None):
+    def call(self, x, input_mask=None, training=None, attention_bias=None):
         """`x`: [batch, seq, H], or token rows [batch * seq, H] of
-        `input_mask`'s [batch, seq] (returned in the same shape)."""
-        probs, value = self._attend(x, input_mask)
+        `input_mask`'s [batch, seq] (returned in the same shape).
+        `attention_bias`: `attention_logit_bias(input_mask)`, when the
+        caller computed it once for all layers (then `input_mask` may be
+        None)."""
+        probs, value = self._attend(x, input_mask, attention_bias)
         probs = self.dropout(ops.cast(probs, self.compute_dtype),
                              training=training)
         context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
         out = self.output_dense(ops.reshape(context, (-1, self.hidden_size)))
-        return ops.reshape(out, ops.shape(x))
+        return out if len(x.shape) == 2 else ops.reshape(out, ops.shape(x))
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape
@@ -177,7 +211,7 @@ class TransformerBlock(ConfigLayer):
             causal, dtype=policy, name="attention")
         self.attention_output_dropout = keras.layers.Dropout(
             hidden_dropout, dtype=policy)
-        self.attention_norm = keras.layers.LayerNormalization(
+        self.attention_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(policy),
             name="attention_norm")
         # The activation inside the Dense: its ops then sort after the
@@ -190,7 +224,7 @@ class TransformerBlock(ConfigLayer):
             name="output_dense")
         self.output_dropout = keras.layers.Dropout(hidden_dropout,
                                                    dtype=policy)
-        self.output_norm = keras.layers.LayerNormalization(
+        self.output_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(policy),
             name="output_norm")
 
@@ -203,30 +237,37 @@ class TransformerBlock(ConfigLayer):
         self.output_norm.build(shape)
         self.built = True
 
-    def call(self, x, input_mask, training=None):
+    def call(self, x, input_mask=None, training=None, attention_bias=None):
+        """`x`: [batch, seq, H] or token rows [batch * seq, H] (returned in
+        the same shape); `attention_bias`: as in
+        `MultiHeadSelfAttention.call`."""
         # Token rows [batch * seq, H] (see the module docstring). Under
         # 16-bit policies the residual stream stays in the norms' float32;
         # the sub-layers compute in 16 bits (their inputs cast).
-        shape = ops.shape(x)
-        x = ops.reshape(x, (-1, self.hidden_size))
-        attended = self.attention(x, input_mask, training=training)
+        rows = x if len(x.shape) == 2 else ops.reshape(x, (-1, self.hidden_size))
+        if attention_bias is None:
+            attention_bias = attention_logit_bias(input_mask, self.causal)
+        attended = self.attention(rows, training=training,
+                                  attention_bias=attention_bias)
         attended = self.attention_output_dropout(attended, training=training)
-        x = self.attention_norm(x + ops.cast(attended, x.dtype))
-        hidden = self.intermediate(x)
+        rows = self.attention_norm(rows + ops.cast(attended, rows.dtype))
+        hidden = self.intermediate(rows)
         hidden = self.output_dropout(self.output_dense(hidden),
                                      training=training)
-        return ops.reshape(self.output_norm(x + ops.cast(hidden, x.dtype)),
-                           shape)
+        rows = self.output_norm(rows + ops.cast(hidden, rows.dtype))
+        return rows if len(x.shape) == 2 else ops.reshape(rows, ops.shape(x))
 
     def int8_matmuls(self):
         """(owner layer, attribute) of the block's four matmuls that int8
-        exports quantize: query/key/value, attention output, feed-forward
+        exports quantize: attention output, query/key/value, feed-forward
         in and out. Attention scores, softmax, layer norms and the
         residual stream stay float32."""
         if self.compute_dtype != "float32":
             raise ValueError(f"{self.name}: int8 is made from a float32 "
                              f"block, not {self.compute_dtype}.")
-        return [(self.attention, "qkv"), (self.attention, "output_dense"),
+        # The attention output first: its smoothing folds into the value
+        # columns of query/key/value (`MultiHeadSelfAttention.scale_values`).
+        return [(self.attention, "output_dense"), (self.attention, "qkv"),
                 (self, "intermediate"), (self, "output_dense")]
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):

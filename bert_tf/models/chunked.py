@@ -49,31 +49,41 @@ def map_in_chunks(function, inputs, outputs,
     rows = tf.shape(leaves[0])[0]
     row_tokens = tf.size(leaves[0]) // tf.maximum(rows, 1)
     step = rows_per_step(row_tokens, tokens_per_step)
-    # At least one step: an empty batch still gives outputs of its shape.
-    steps = tf.maximum((rows + step - 1) // step, 1)
+    shapes = {}  # each output's static shape, as the function traced it
 
-    shapes = {}  # each output's static shape, as the body traced it
-
-    def body(index, arrays):
-        start = index * step
-        chunk = tf.nest.pack_sequence_as(
-            inputs, [leaf[start:start + step] for leaf in leaves])
+    def run(chunk):
         result = function(chunk)
         shapes.update((name, result[name].shape) for name in outputs)
-        return index + 1, [array.write(index, tf.cast(result[name],
-                                                      tf.float32))
-                           for array, name in zip(arrays, outputs)]
+        return [tf.cast(result[name], tf.float32) for name in outputs]
 
-    arrays = [tf.TensorArray(tf.float32, size=steps, infer_shape=False)
-              for _ in outputs]
-    # One step at a time: parallel iterations would hold several steps'
-    # activations at once, which is what the loop is for avoiding.
-    _, arrays = tf.while_loop(lambda index, _: index < steps, body,
-                              (tf.constant(0), arrays),
-                              parallel_iterations=1)
+    def loop():
+        # At least one step: an empty batch still gives outputs of its
+        # shape.
+        steps = tf.maximum((rows + step - 1) // step, 1)
+
+        def body(index, arrays):
+            start = index * step
+            chunk = tf.nest.pack_sequence_as(
+                inputs, [leaf[start:start + step] for leaf in leaves])
+            return index + 1, [array.write(index, value) for array, value
+                               in zip(arrays, run(chunk))]
+
+        arrays = [tf.TensorArray(tf.float32, size=steps, infer_shape=False)
+                  for _ in outputs]
+        # One step at a time: parallel iterations would hold several
+        # steps' activations at once, which is what the loop is for
+        # avoiding.
+        _, arrays = tf.while_loop(lambda index, _: index < steps, body,
+                                  (tf.constant(0), arrays),
+                                  parallel_iterations=1)
+        return [array.concat() for array in arrays]
+
+    # A request that fits one step (most) skips the loop and what it
+    # costs per request: a hand-off of each input and weight it reads.
+    values = tf.cond(rows <= step, lambda: run(inputs), loop)
     results = {}
-    for array, name in zip(arrays, outputs):
-        results[name] = array.concat()
+    for value, name in zip(values, outputs):
+        results[name] = value
         if shapes[name].rank is not None:
             results[name].set_shape([None] + shapes[name][1:])
     return results

@@ -11,7 +11,8 @@ from bert_tf.config import EncoderConfig, load_preset
 from bert_tf.formats.canonical import assign_weights
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
-from bert_tf.layers.transformer import TransformerBlock
+from bert_tf.layers.transformer import TransformerBlock, attention_logit_bias
+from bert_tf.models.inlined import with_constant_weights
 from bert_tf.text.features import INPUT_NAMES
 from bert_tf.keras_compat import replace_sublayer
 
@@ -47,6 +48,18 @@ def from_config_with_encoder(cls, config):
 # between; 2 EPYC cores, TF 2.20). A kernel that keeps its reordered
 # weights (TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1) keeps one layout only.
 ROW_CLASS_BOUNDS = (7, 81)
+
+
+def row_class(rows, bounds=ROW_CLASS_BOUNDS):
+    """The index of the class of `rows` token rows (an int32 scalar
+    tensor) among the classes `bounds` separate: class i holds
+    `bounds[i - 1] <= rows < bounds[i]`.
+
+    Examples:
+        >>> [int(row_class(tf.constant(n))) for n in (6, 7, 80, 81)]
+        [0, 1, 1, 2]
+    """
+    return tf.add_n([tf.cast(rows >= b, tf.int32) for b in bounds])
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -138,6 +151,8 @@ class BertEncoder(keras.Model):
         # === Config ===
         self.config = config
         self.row_class_bounds = ()
+        self.weights_inlined = False
+        self._inlined_functions = {}
 
     def branch_by_rows(self, bounds=ROW_CLASS_BOUNDS):
         """From now on, traced graphs run the encoder in one of
@@ -237,21 +252,115 @@ class BertEncoder(keras.Model):
                 name = "/".join(dict.fromkeys(
                     (block.name, owner.name, dense.name)))
                 seen[name] = float(max(-low.min(), high.max()))
-            replace_sublayer(owner, attribute, Int8Dense.from_dense(
-                dense, low, high, alpha))
+            int8 = Int8Dense.from_dense(dense, low, high, alpha)
+            if owner is block.attention and attribute == "output_dense" and \
+                    int8.input_scale is not None:
+                # Its input is probabilities x values: its smoothing divides
+                # the value columns of query/key/value (quantized after it)
+                # instead of costing a multiply per request.
+                qkv = recorders.get((owner, "qkv")) or owner.qkv
+                owner.scale_values(getattr(qkv, "dense", qkv),
+                                   1.0 / int8.input_scale)
+                int8.input_scale = None
+            replace_sublayer(owner, attribute, int8)
         return seen
+
+    def inline_weights(self, enabled=True):
+        """From now on (until `inline_weights(False)`), traced graphs read
+        the encoder's weights as constants of the graph, taken when traced
+        (`bert_tf.models.inlined`): no variable reads or hand-offs through
+        the chunk loop and the row-class copies per request, oneDNN keeps
+        each matmul's weights in its own layout without
+        `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS`, and Grappler may fuse each
+        layer norm. For export only: the constants do not follow later
+        training (`bert-tf export` sets it on the model it builds).
+
+        Examples:
+            >>> import numpy as np
+            >>> encoder = BertEncoder.from_preset("bert_tiny")
+            >>> inputs = {"input_word_ids": np.array([[2, 7, 3]], "int32"),
+            ...           "input_mask": np.ones((1, 3), "int32"),
+            ...           "input_type_ids": np.zeros((1, 3), "int32")}
+            >>> before = encoder(inputs)["pooled_output"]
+            >>> encoder.inline_weights()
+            >>> served = tf.function(encoder)(inputs)["pooled_output"]
+            >>> float(np.abs(served - before).max()) < 1e-6
+            True
+            >>> encoder.inline_weights(False)
+        """
+        self.weights_inlined = bool(enabled)
+        self._inlined_functions = {}  # traced anew: the weights may differ
+
+    def inlined_variables(self):
+        """The variables traced graphs read as constants: all the
+        encoder's weights while `inline_weights` is on (not dropout's seed
+        states, which serving never reads)."""
+        if not self.weights_inlined:
+            return []
+        return [v for v in self.variables if "float" in str(v.dtype)]
+
+    def _inlined(self, name, variables, function):
+        if name not in self._inlined_functions:
+            self._inlined_functions[name] = with_constant_weights(
+                variables, function)
+        return self._inlined_functions[name]
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         inputs = select_inputs(inputs, INPUT_NAMES)
-        run = super().call
-        if not self.row_class_bounds or tf.executing_eagerly():
-            return run(inputs, training=training, mask=mask, **kwargs)
-        rows = tf.size(inputs["input_word_ids"])
-        branch = tf.add_n([tf.cast(rows >= b, tf.int32)
-                           for b in self.row_class_bounds])
-        return tf.switch_case(branch, [
-            lambda: run(inputs, training=training, mask=mask, **kwargs)
-        ] * (len(self.row_class_bounds) + 1))
+        if self.weights_inlined and not training and \
+                not tf.executing_eagerly():
+            blocks = {id(v) for v in self._block_weights()}
+            # The blocks' constants live in their own function, which each
+            # row-class copy calls: stored once.
+            return self._inlined("forward", [
+                v for v in self.inlined_variables() if id(v) not in blocks],
+                self._forward)(inputs)
+        return self._forward(inputs, training)
+
+    def _forward(self, inputs, training=None):
+        x = embedding_output = self.embeddings(
+            inputs["input_word_ids"], inputs["input_type_ids"],
+            training=training)
+        # Computed once for all layers; the blocks run on token rows.
+        bias = attention_logit_bias(inputs["input_mask"],
+                                    self.config.attention == "causal")
+        shape = tf.shape(x)
+        rows = tf.reshape(x, (-1, self.config.hidden_size))
+        layer_rows = self._blocks(rows, bias, training)
+        sequence_output = tf.reshape(layer_rows[-1], shape)
+        return {
+            "sequence_output": sequence_output,
+            "pooled_output": self.pooler(sequence_output[:, 0, :]),
+            "encoder_outputs": [tf.reshape(r, shape) for r in layer_rows],
+            "embedding_output": embedding_output,
+        }
+
+    def _blocks(self, rows, bias, training):
+        """Each transformer block's output rows, from the embedding rows;
+        in traced graphs, by row class when `branch_by_rows` asked."""
+        if self.weights_inlined and not training:
+            run = self._inlined("blocks", self._block_weights(),
+                                self._run_blocks)
+        else:
+            def run(rows, bias):
+                return self._run_blocks(rows, bias, training)
+        if tf.executing_eagerly() or not self.row_class_bounds:
+            return run(rows, bias)
+        return tf.switch_case(
+            row_class(tf.shape(rows)[0], self.row_class_bounds),
+            [lambda: run(rows, bias)] * (len(self.row_class_bounds) + 1))
+
+    def _block_weights(self):
+        inlined = {id(v) for v in self.inlined_variables()}
+        return [v for block in self.transformer_layers
+                for v in block.variables if id(v) in inlined]
+
+    def _run_blocks(self, rows, bias, training=None):
+        outputs = []
+        for block in self.transformer_layers:
+            rows = block(rows, training=training, attention_bias=bias)
+            outputs.append(rows)
+        return outputs
 
     @property
     def token_embedding(self):

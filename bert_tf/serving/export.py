@@ -23,6 +23,8 @@ from bert_tf.serving import quantize as quantize_lib
 from bert_tf.safe_io import (check_writable, guarded_write,
                              recover_directory, replace_directory)
 from bert_tf.serving import warmup
+from bert_tf.serving.server_config import (update_models_config,
+                                           write_batching_parameters)
 from bert_tf.serving.integrity import (broken_export_error,
                                        check_export_files)
 from bert_tf.serving.runtime import (FROZEN_WEIGHTS, keeps_reordered_weights,
@@ -147,49 +149,6 @@ def _signature_summary(export_dir):
             if not name.startswith("__")]
 
 
-def update_models_config(export_root):
-    """Rewrites `export_root/models.config` (TF Serving's --model_config_file)
-    to list every `NAME/VERSION` SavedModel under `export_root`, with base
-    paths under /models (mount `export_root` there)."""
-    export_root = GPath(export_root)
-    names = sorted(
-        d.name for d in export_root.iterdir() if d.is_dir() and any(
-            v.is_dir() and v.name.isdigit() and
-            (v / "saved_model.pb").is_file() for v in d.iterdir()))
-    entries = "".join(
-        "  config {\n"
-        f"    name: \"{name}\"\n"
-        f"    base_path: \"/models/{name}\"\n"
-        "    model_platform: \"tensorflow\"\n"
-        "  }\n" for name in names)
-    path = export_root / "models.config"
-    path.write_text("# Written by `bert-tf export`: one entry per exported "
-                    "model.\n# docker run -p 8501:8501 -v $PWD/export:/models"
-                    " tensorflow/serving:2.20.0 \\\n#   --model_config_file="
-                    "/models/models.config\n"
-                    f"model_config_list {{\n{entries}}}\n")
-    return path
-
-
-def write_batching_parameters(export_root, batch_sizes, threads=2,
-                              timeout_micros=2000):
-    """Writes `export_root/batching_parameters.txt`, TF Serving's
-    `--batching_parameters_file`: requests are merged into batches of
-    `batch_sizes` (the sizes the warm-up ran), waiting at most
-    `timeout_micros` for a batch to fill. Each batch then runs at the
-    length of its longest text, so short texts stay cheap."""
-    path = GPath(export_root) / "batching_parameters.txt"
-    path.write_text(
-        "# Written by `bert-tf export`. Serve with --enable_batching "
-        "--batching_parameters_file=/models/batching_parameters.txt\n"
-        f"max_batch_size {{ value: {max(batch_sizes)} }}\n"
-        f"batch_timeout_micros {{ value: {timeout_micros} }}\n"
-        "max_enqueued_batches { value: 100 }\n"
-        f"num_batch_threads {{ value: {threads} }}\n"
-        + "".join(f"allowed_batch_sizes: {size}\n" for size in batch_sizes))
-    return path
-
-
 def _directory_bytes(path):
     return sum(p.stat().st_size for p in GPath(path).rglob("*") if p.is_file())
 
@@ -225,6 +184,7 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     int8 = quantize_lib.quantize(model, precision, spec, vocab, calibration,
                                   calibration_texts, log)
     rows = quantize_lib.branch_by_rows(model, precision)
+    quantize_lib.inline_weights(model)
     if dataclasses.is_dataclass(spec):  # a task's typed spec
         spec = config_lib.to_dict(spec)
     spec = {**spec, "precision": precision,
@@ -333,10 +293,17 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
         kind=kind, encoder=dataclasses.asdict(model.encoder.config),
         **fields).validate(data=False)
     task = tasks.get_kind(kind)(spec)
-    return _write_export(
-        out, {**config_lib.to_dict(spec), "precision": "fp32", **limits},
-        vocab, model,
-        log, lambda saved: task.serving_module(model, saved, fixed_length))
+    # The user's model may train on after the export: its graph constants
+    # are for the export's traces only.
+    encoder = getattr(model, "encoder", model)
+    encoder.inline_weights()
+    try:
+        return _write_export(
+            out, {**config_lib.to_dict(spec), "precision": "fp32", **limits},
+            vocab, model, log,
+            lambda saved: task.serving_module(model, saved, fixed_length))
+    finally:
+        encoder.inline_weights(False)
 
 
 def export_encoder(checkpoint, out, log=print, overwrite=False,
@@ -382,6 +349,7 @@ def _write_export(out, spec, vocab, model, log, make_module):
     with guarded_write(out, "the export", cleanup=(staging,)):
         staging.mkdir(parents=True)
         module = make_module(vocab.saved(staging / "vocab.txt"))
+        module.keep_read_variables()
         tf.saved_model.save(module, str(staging / "model"),
                             signatures=limits_lib.limited_signatures(
                                 module.signatures(), spec["max_input_chars"],

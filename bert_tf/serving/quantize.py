@@ -20,6 +20,19 @@ def branch_by_rows(model, precision):
     return encoder.row_class_bounds
 
 
+def tf_version():
+    import tensorflow as tf
+
+    return tf.__version__
+
+
+def inline_weights(model):
+    """The encoder of `model` (a task model, a pre-trainer or an encoder)
+    traced with its transformer blocks' weights as graph constants
+    (`BertEncoder.inline_weights`): what every export serves."""
+    getattr(model, "encoder", model).inline_weights()
+
+
 def quantize(model, precision, spec=None, vocab=None, examples=0,
              texts_file=None, log=print):
     """`model` (a task model, a pre-trainer or an encoder) with its
@@ -29,6 +42,13 @@ def quantize(model, precision, spec=None, vocab=None, examples=0,
     int8)."""
     if precision != "int8":
         return None
+    from bert_tf.layers import int8 as int8_lib
+
+    if not int8_lib.available():
+        raise ValueError(
+            f"--precision int8: this TensorFlow ({tf_version()}) has no "
+            f"oneDNN int8 matmul ({int8_lib.QUANTIZED_MATMUL}); export "
+            "fp32 or bf16, or use an x86 Linux build of TensorFlow.")
     encoder = getattr(model, "encoder", model)
     seen = encoder.to_int8(calibration(model, spec, vocab, examples,
                                        texts_file, log))
@@ -98,4 +118,4 @@ def calibration(model, spec, vocab, examples=CALIBRATION_EXAMPLES,
     return lambda: [model(batch[0], training=False) for batch in batches]
 
 
-__all__ = ["branch_by_rows", "calibration", "quantize"]
+__all__ = ["branch_by_rows", "calibration", "inline_weights", "quantize"]

@@ -153,8 +153,15 @@ class BertPacker(keras.layers.Layer):
             tf.convert_to_tensor(segments[0]).shape.rank == 1
         if unbatched:
             segments = [tf.convert_to_tensor(s)[None] for s in segments]
-        outputs = pack_segments(segments, self.seq_length, self.cls_id,
-                                self.sep_id, self.pad_id, self.truncator)
+        if self.truncator == "round_robin":
+            # The same numbers as tf-text's trimmer, combiner and padder in
+            # a few dense ops: no ragged concatenations or their checks.
+            outputs = pack_dense(
+                [tf.cast(_as_ragged(s), tf.int32) for s in segments],
+                self.seq_length, self.cls_id, self.sep_id, self.pad_id)
+        else:
+            outputs = pack_segments(segments, self.seq_length, self.cls_id,
+                                    self.sep_id, self.pad_id, self.truncator)
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs

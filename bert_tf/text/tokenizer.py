@@ -185,11 +185,17 @@ class BertTokenizer(keras.layers.Layer):
         if self._fast is None:
             return self._wordpiece.tokenize(self._normalize(text))
         plain = tf.strings.regex_full_match(text, self._plain_text)
-        fast = self._fast.tokenize(tf.where(plain, text, ""))
-        slow = self._wordpiece.tokenize(
-            self._normalize(tf.where(plain, "", text)))
-        # Each row is empty in one of the two.
-        return tf.concat([fast, slow], axis=1)
+
+        def mixed():
+            fast = self._fast.tokenize(tf.where(plain, text, ""))
+            slow = self._wordpiece.tokenize(
+                self._normalize(tf.where(plain, "", text)))
+            # Each row is empty in one of the two.
+            return tf.concat([fast, slow], axis=1)
+
+        # Most batches are all plain text: one op instead of both paths.
+        return tf.cond(tf.reduce_all(plain),
+                       lambda: self._fast.tokenize(text), mixed)
 
     def tokenize_with_offsets(self, text):
         """Ids plus byte offsets into the *original* strings.

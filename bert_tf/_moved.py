@@ -1,0 +1,83 @@
+"""Import paths that moved in 0.1 keep working for one release: importing
+one gives the module it moved to, with a `DeprecationWarning` (once per
+path) that names the new path. Installed by `bert_tf/__init__.py`."""
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
+import warnings
+
+# old path -> new path. None: the old module's names now live in several
+# modules; they resolve through the public API (`import bert_tf`).
+MOVED = {
+    "bert_tf.data.samples": "bert_tf.samples",
+    "bert_tf.data.sample_texts": "bert_tf.samples.readers",
+    "bert_tf.data.batching": "bert_tf.tasks.batching",
+    "bert_tf.data.readers": "bert_tf.tasks.classification.data",
+    "bert_tf.data.tasks": "bert_tf.tasks.classification.data",
+    "bert_tf.training.precision": "bert_tf.precision",
+    "bert_tf.training.keras_compat": "bert_tf.keras_compat",
+    "bert_tf.training.checkpoint_io": "bert_tf.checkpoints.run_files",
+    "bert_tf.models.checkpoint_layout": "bert_tf.checkpoints.layout",
+    "bert_tf.models.tasks": None,
+    "bert_tf.models.task_models": None,
+    "bert_tf.serving.precision": "bert_tf.serving.quantize",
+    "bert_tf.tasks.features": "bert_tf.tasks.embeddings.extract",
+    "bert_tf.tasks.span_decoding": "bert_tf.tasks.span_qa.decoding",
+    "bert_tf.tasks.squad_metrics": "bert_tf.tasks.span_qa.metrics",
+    "bert_tf.tasks.tagging_decoding": "bert_tf.tasks.tagging.decoding",
+    "bert_tf.text.qa_preprocessor": "bert_tf.tasks.span_qa.features",
+    "bert_tf.text.tagging_preprocessor": "bert_tf.text.word_windows",
+    "bert_tf.checkpoints.canonical": "bert_tf.formats.canonical",
+    "bert_tf.checkpoints.files": "bert_tf.formats.files",
+    "bert_tf.checkpoints.hf": "bert_tf.formats.hf",
+    "bert_tf.checkpoints.json_config": "bert_tf.formats.json_config",
+    "bert_tf.checkpoints.tf1": "bert_tf.formats.tf1",
+    "bert_tf.checkpoints.torch_zip": "bert_tf.formats.torch_zip",
+}
+
+
+class _Forward(types.ModuleType):
+    """The old path: every name is looked up where it lives now (the new
+    module, or the public API for the modules that were split)."""
+
+    def __init__(self, name, target):
+        super().__init__(name)
+        self._target = target
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        module = importlib.import_module(self._target or "bert_tf")
+        return getattr(module, name)
+
+    def __dir__(self):
+        return dir(importlib.import_module(self._target or "bert_tf"))
+
+
+class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        if name not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        new = MOVED[spec.name]
+        warnings.warn(
+            f"{spec.name} moved to {new or 'bert_tf (the public API)'}; the "
+            "old path goes away in the next release.", DeprecationWarning,
+            stacklevel=3)
+        if new is not None:
+            importlib.import_module(new)  # a typo here fails at once
+        return _Forward(spec.name, new)
+
+    def exec_module(self, module):
+        pass
+
+
+def install():
+    """Puts the finder on `sys.meta_path` (once)."""
+    if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
+        sys.meta_path.append(_MovedFinder())

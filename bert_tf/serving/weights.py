@@ -1,0 +1,53 @@
+"""The weights an export holds: its tracked variables, and the constants
+its graphs read the encoder's weights as (`BertEncoder.inline_weights`),
+which keep their variables' paths as names."""
+
+from bert_tf.storage import GPath
+
+
+def graph_constants(export_dir, names):
+    """{name: NumPy value} of the SavedModel's constants named in `names`
+    (e.g. variable paths such as `transformer_layer_0/attention/qkv/
+    kernel`), from its functions; a name no constant has is left out."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    wanted = set(names)
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString((GPath(export_dir) /
+                           "saved_model.pb").read_bytes())
+    found = {}
+    for meta_graph in saved.meta_graphs:
+        for function in meta_graph.graph_def.library.function:
+            for node in function.node_def:
+                if node.op == "Const" and node.name in wanted and \
+                        node.name not in found:
+                    found[node.name] = tf.make_ndarray(
+                        node.attr["value"].tensor)
+    return found
+
+
+def restore_exported_weights(model, loaded, export_dir):
+    """Assigns `model` (built as the export describes) the export's
+    weights: each variable from the constant of its path, or else, in
+    order, from the export's tracked variables (`model_variables`).
+    Returns False when they do not fit the model."""
+    import tensorflow as tf
+
+    # Weights only: dropout's seed states are neither read nor saved.
+    weights = [v for v in model.variables if "float" in str(v.dtype)]
+    constants = graph_constants(export_dir, [v.path for v in weights])
+    rest = [v for v in weights if v.path not in constants]
+    saved = list(getattr(loaded, "model_variables", []))
+    if len(saved) != len(rest) or any(
+            tuple(a.shape) != tuple(b.shape) for a, b in zip(saved, rest)) \
+            or any(tuple(constants[v.path].shape) != tuple(v.shape)
+                   for v in weights if v.path in constants):
+        return False
+    for variable in weights:
+        if variable.path in constants:
+            variable.assign(tf.cast(constants[variable.path],
+                                    variable.dtype))
+    for variable, value in zip(rest, saved):
+        variable.assign(tf.cast(value, variable.dtype))
+    return True
