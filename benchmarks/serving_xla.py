@@ -40,6 +40,7 @@ def main():
 
     encoder = BertEncoder.from_preset("sample:minilm")
     encoder.inline_weights()
+    encoder.branch_by_rows()  # as fp32 exports run it
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in
             ("input_word_ids", "input_mask", "input_type_ids")}
 

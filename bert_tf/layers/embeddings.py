@@ -2,7 +2,7 @@
 dropout (and, for ELECTRA-Small's narrower embeddings, a projection)."""
 
 import keras
-from keras import ops
+import tensorflow as tf
 
 # truncated_normal is re-exported: it lived here first.
 from bert_tf.layers.base import (ConfigLayer, norm_policy,  # noqa: F401
@@ -87,11 +87,12 @@ class BertEmbeddings(ConfigLayer):
                 f"input_word_ids has {length} positions but this model has "
                 f"max_position_embeddings = {self.max_position_embeddings}: "
                 "pack the text to at most that sequence length.")
-        positions = ops.arange(ops.shape(word_ids)[1], dtype="int32")
-        x = self.word_embeddings(word_ids) + \
-            self.position_embeddings(positions)[None]
+        # Plain gathers (Keras's also wrap negative ids: two ops more
+        # each) and the positions as the table's first rows.
+        x = tf.gather(self.word_embeddings.embeddings, word_ids) + \
+            self.position_embeddings.embeddings[:tf.shape(word_ids)[1]]
         if self.type_embeddings is not None:
-            x = x + self.type_embeddings(type_ids)
+            x = x + tf.gather(self.type_embeddings.embeddings, type_ids)
         x = self.dropout(self.layer_norm(x), training=training)
         return x if self.projection is None else self.projection(x)
 

@@ -5,16 +5,16 @@ rank than it was built for (token rows [n, H] after a build on [b, s, H]):
 two reshapes and a negation more per norm than needed. This subclass keeps
 its weights, names and config (checkpoints are unchanged) and computes
 
-    inv = rsqrt(var(x) + eps) * gamma;  y = x * inv + (beta - mean(x) * inv)
+    d = x - mean(x);  y = d * rsqrt(mean(d * d) + eps) * gamma + beta
 
-It reduces over axis -1 on purpose. With the last axis as a positive index
-and gamma and beta constants (a served encoder), Grappler's remapper fuses
-this pattern into oneDNN's `_MklLayerNorm` (`remapper.cc`, "common norm"),
-but the fused node does not take the graph's epsilon: it keeps the op's
-default of 1e-3 for BERT's 1e-12 (TF 2.20). MiniLM's logits then moved by
-7e-4 and a toy classifier's labels flipped; the fused node also took about
-200 us a call at batch 1 on 2 EPYC cores against about 25 us for the eight
-unfused ops.
+in nine ops, over axis -1 on purpose. Written as `x * inv + (beta - mean
+* inv)` with the last axis as a positive index, and with gamma and beta
+constants (a served encoder), it is the pattern Grappler's remapper fuses
+into oneDNN's `_MklLayerNorm` (`remapper.cc`, "common norm"); but the
+fused node does not take the graph's epsilon: it keeps the op's default of
+1e-3 for BERT's 1e-12 (TF 2.20). MiniLM's logits then moved by 7e-4 and a
+toy classifier's labels flipped; the fused node also took about 200 us a
+call at batch 1 on 2 EPYC cores against about 25 us for the unfused ops.
 """
 
 import keras
@@ -44,12 +44,10 @@ class LayerNorm(keras.layers.LayerNormalization):
     def call(self, inputs):
         x = tf.cast(inputs, self.compute_dtype)
         axis = -1  # not rank - 1: see the module docstring
-        mean = tf.reduce_mean(x, axis, keepdims=True)
-        variance = tf.reduce_mean(tf.math.squared_difference(x, mean), axis,
-                                  keepdims=True)
-        inv = tf.math.rsqrt(variance + self.epsilon)
+        centered = x - tf.reduce_mean(x, axis, keepdims=True)
+        inv = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis,
+                                           keepdims=True) + self.epsilon)
+        y = centered * inv
         if self.scale:
-            inv = inv * tf.cast(self.gamma, x.dtype)
-        shift = -mean * inv if not self.center else \
-            tf.cast(self.beta, x.dtype) - mean * inv
-        return x * inv + shift
+            y = y * tf.cast(self.gamma, x.dtype)
+        return y + tf.cast(self.beta, x.dtype) if self.center else y

@@ -46,9 +46,6 @@ def map_in_chunks(function, inputs, outputs,
         [1.0, 5.0, 9.0, 13.0, 17.0, 21.0]
     """
     leaves = tf.nest.flatten(inputs)
-    rows = tf.shape(leaves[0])[0]
-    row_tokens = tf.size(leaves[0]) // tf.maximum(rows, 1)
-    step = rows_per_step(row_tokens, tokens_per_step)
     shapes = {}  # each output's static shape, as the function traced it
 
     def run(chunk):
@@ -57,6 +54,9 @@ def map_in_chunks(function, inputs, outputs,
         return [tf.cast(result[name], tf.float32) for name in outputs]
 
     def loop():
+        rows = tf.shape(leaves[0])[0]
+        step = rows_per_step(tf.size(leaves[0]) // tf.maximum(rows, 1),
+                             tokens_per_step)
         # At least one step: an empty batch still gives outputs of its
         # shape.
         steps = tf.maximum((rows + step - 1) // step, 1)
@@ -80,7 +80,8 @@ def map_in_chunks(function, inputs, outputs,
 
     # A request that fits one step (most) skips the loop and what it
     # costs per request: a hand-off of each input and weight it reads.
-    values = tf.cond(rows <= step, lambda: run(inputs), loop)
+    values = tf.cond(tf.size(leaves[0]) <= tokens_per_step,
+                     lambda: run(inputs), loop)
     results = {}
     for value, name in zip(values, outputs):
         results[name] = value

@@ -59,7 +59,8 @@ def row_class(rows, bounds=ROW_CLASS_BOUNDS):
         >>> [int(row_class(tf.constant(n))) for n in (6, 7, 80, 81)]
         [0, 1, 1, 2]
     """
-    return tf.add_n([tf.cast(rows >= b, tf.int32) for b in bounds])
+    return tf.raw_ops.Bucketize(input=rows, boundaries=[float(b) for b in
+                                                        bounds])
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -152,6 +153,7 @@ class BertEncoder(keras.Model):
         self.config = config
         self.row_class_bounds = ()
         self.weights_inlined = False
+        self.weights_deferred = False
         self._inlined_functions = {}
 
     def branch_by_rows(self, bounds=ROW_CLASS_BOUNDS):
@@ -265,7 +267,7 @@ class BertEncoder(keras.Model):
             replace_sublayer(owner, attribute, int8)
         return seen
 
-    def inline_weights(self, enabled=True):
+    def inline_weights(self, enabled=True, deferred=False):
         """From now on (until `inline_weights(False)`), traced graphs read
         the encoder's weights as constants of the graph, taken when traced
         (`bert_tf.models.inlined`): no variable reads or hand-offs through
@@ -273,7 +275,8 @@ class BertEncoder(keras.Model):
         each matmul's weights in its own layout without
         `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS`, and Grappler may fuse each
         layer norm. For export only: the constants do not follow later
-        training (`bert-tf export` sets it on the model it builds).
+        training (`bert-tf export` sets it on the model it builds, with
+        `deferred=True`: `bert_tf.models.inlined.with_constant_weights`).
 
         Examples:
             >>> import numpy as np
@@ -289,6 +292,9 @@ class BertEncoder(keras.Model):
             >>> encoder.inline_weights(False)
         """
         self.weights_inlined = bool(enabled)
+        # Placeholders that `bert_tf.models.inlined.fill_constants` fills in
+        # the written SavedModel (`bert-tf export`).
+        self.weights_deferred = bool(enabled and deferred)
         self._inlined_functions = {}  # traced anew: the weights may differ
 
     def inlined_variables(self):
@@ -302,7 +308,7 @@ class BertEncoder(keras.Model):
     def _inlined(self, name, variables, function):
         if name not in self._inlined_functions:
             self._inlined_functions[name] = with_constant_weights(
-                variables, function)
+                variables, function, self.weights_deferred)
         return self._inlined_functions[name]
 
     def call(self, inputs, training=None, mask=None, **kwargs):

@@ -10,8 +10,10 @@ them alike.
 """
 
 import keras
+import tensorflow as tf
 
 from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool
+from bert_tf.models.inlined import with_constant_weights
 from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder,
                                     encoder_inputs, from_config_with_encoder,
                                     select_inputs)
@@ -92,8 +94,19 @@ class TaskModel(keras.Model):
                 "dtype": encoder.dtype_policy, "name": self.CHECKPOINT_ROOT}
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        return super().call(select_inputs(inputs, INPUT_NAMES),
-                            training=training, mask=mask, **kwargs)
+        inputs = select_inputs(inputs, INPUT_NAMES)
+        run = super().call
+        if getattr(self.encoder, "weights_inlined", False) and not training \
+                and not tf.executing_eagerly():
+            # A served graph (`BertEncoder.inline_weights`): the head reads
+            # its weights as constants too; the encoder its own.
+            inlined = {id(v) for v in self.encoder.variables}
+            return with_constant_weights(
+                [v for v in self.variables if id(v) not in inlined and
+                 "float" in str(v.dtype)],
+                lambda x: run(x, training=False, mask=mask),
+                self.encoder.weights_deferred)(inputs)
+        return run(inputs, training=training, mask=mask, **kwargs)
 
     def checkpoint_heads(self):
         """The head by checkpoint root (see `checkpoints/layout.py`)."""

@@ -17,6 +17,7 @@ import tensorflow as tf
 from bert_tf import config as config_lib
 from bert_tf import tasks
 from bert_tf.models.chunked import TOKENS_PER_STEP
+from bert_tf.models.inlined import fill_constants
 from bert_tf.serving import limits as limits_lib
 from bert_tf import precision as precision_lib
 from bert_tf.serving import quantize as quantize_lib
@@ -296,7 +297,7 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
     # The user's model may train on after the export: its graph constants
     # are for the export's traces only.
     encoder = getattr(model, "encoder", model)
-    encoder.inline_weights()
+    encoder.inline_weights(deferred=True)
     try:
         return _write_export(
             out, {**config_lib.to_dict(spec), "precision": "fp32", **limits},
@@ -355,6 +356,8 @@ def _write_export(out, spec, vocab, model, log, make_module):
                                 module.signatures(), spec["max_input_chars"],
                                 spec["max_batch_chars"]))
         saved = staging / "model"
+        # The weights the graphs read as constants, traced as placeholders.
+        fill_constants(str(saved / "saved_model.pb"), model.variables)
         extra = saved / "assets.extra"
         extra.mkdir(exist_ok=True)
         requests = module.warmup_requests()

@@ -30,7 +30,7 @@ def inline_weights(model):
     """The encoder of `model` (a task model, a pre-trainer or an encoder)
     traced with its transformer blocks' weights as graph constants
     (`BertEncoder.inline_weights`): what every export serves."""
-    getattr(model, "encoder", model).inline_weights()
+    getattr(model, "encoder", model).inline_weights(deferred=True)
 
 
 def quantize(model, precision, spec=None, vocab=None, examples=0,

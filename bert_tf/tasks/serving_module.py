@@ -40,10 +40,15 @@ class TaskModule(tf.Module):
         them all first): their values are constants of the graphs, and a
         SavedModel would store them, and TF Serving restore them, again.
         Returns how many are still tracked."""
+        # Traced as `tf.saved_model.save` traces (its save context is part
+        # of a function's trace key): the save then reuses these traces.
+        from tensorflow.python.saved_model import save_context
+
         read = set()
-        for function in self.signatures().values():
-            read.update(id(t) for t in
-                        function.get_concrete_function().captured_inputs)
+        with save_context.save_context(tf.saved_model.SaveOptions()):
+            for function in self.signatures().values():
+                read.update(id(t) for t in
+                            function.get_concrete_function().captured_inputs)
         self.model_variables = [v for v in self.model_variables
                                 if id(v.handle) in read]
         return len(self.model_variables)
