@@ -263,6 +263,7 @@ def test_cli_exports_minilm_in_hub_format(minilm, minilm_dir, tmp_path,
     ours = minilm.encoder(inputs, training=False)
     # The saved graph runs oneDNN's fused MatMul + bias (+ GELU) kernels,
     # eager Keras the ops one by one: a few of 147,456 values differ by up
-    # to 2e-5 (float32 rounding of another summation order).
+    # to 8e-5 where they are about 4.5 (float32 rounding of another
+    # summation order; relative 2e-5).
     for name in ("pooled_output", "sequence_output"):
-        np.testing.assert_allclose(theirs[name], ours[name], atol=5e-5)
+        np.testing.assert_allclose(theirs[name], ours[name], atol=1e-4)

@@ -71,7 +71,7 @@ def fill_constants(saved_model_pb, variables):
     values = {v.path: v for v in variables}
     renamed = re.compile("^(" + "|".join(map(re.escape, values)) + ")_[0-9]+$")
     saved = saved_model_pb2.SavedModel()
-    with open(saved_model_pb, "rb") as f:
+    with tf.io.gfile.GFile(saved_model_pb, "rb") as f:  # any file system
         saved.ParseFromString(f.read())
     filled = 0
     for meta_graph in saved.meta_graphs:
@@ -87,6 +87,8 @@ def fill_constants(saved_model_pb, variables):
                     raise ValueError(
                         f"{saved_model_pb}: constant {node.name} was renamed "
                         "while traced, so its weights cannot be filled in.")
-    with open(saved_model_pb, "wb") as f:
+    # Removed first: not every file system truncates on "wb" (ram://).
+    tf.io.gfile.remove(saved_model_pb)
+    with tf.io.gfile.GFile(saved_model_pb, "wb") as f:
         f.write(saved.SerializeToString())
     return filled
