@@ -52,6 +52,7 @@ def executed_nodes(export_dir, feeds):
     with FULL_TRACE, node stats counted over devices. `feeds`: {input of
     `serving_default`: list of strings}."""
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (registers the tf-text ops)
 
     with tf.Graph().as_default() as graph, \
             tf.compat.v1.Session(graph=graph) as session:
