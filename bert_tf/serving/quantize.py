@@ -20,12 +20,6 @@ def branch_by_rows(model, precision):
     return encoder.row_class_bounds
 
 
-def tf_version():
-    import tensorflow as tf
-
-    return tf.__version__
-
-
 def inline_weights(model):
     """The encoder of `model` (a task model, a pre-trainer or an encoder)
     traced with its transformer blocks' weights as graph constants
@@ -42,11 +36,13 @@ def quantize(model, precision, spec=None, vocab=None, examples=0,
     int8)."""
     if precision != "int8":
         return None
+    import tensorflow as tf
+
     from bert_tf.layers import int8 as int8_lib
 
     if not int8_lib.available():
         raise ValueError(
-            f"--precision int8: this TensorFlow ({tf_version()}) has no "
+            f"--precision int8: this TensorFlow ({tf.__version__}) has no "
             f"oneDNN int8 matmul ({int8_lib.QUANTIZED_MATMUL}); export "
             "fp32 or bf16, or use an x86 Linux build of TensorFlow.")
     encoder = getattr(model, "encoder", model)

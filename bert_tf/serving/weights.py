@@ -2,20 +2,16 @@
 its graphs read the encoder's weights as (`BertEncoder.inline_weights`),
 which keep their variables' paths as names."""
 
-from bert_tf.storage import GPath
-
-
 def graph_constants(export_dir, names):
     """{name: NumPy value} of the SavedModel's constants named in `names`
     (e.g. variable paths such as `transformer_layer_0/attention/qkv/
     kernel`), from its functions; a name no constant has is left out."""
     import tensorflow as tf
-    from tensorflow.core.protobuf import saved_model_pb2
+
+    from bert_tf.serving.export import read_saved_model
 
     wanted = set(names)
-    saved = saved_model_pb2.SavedModel()
-    saved.ParseFromString((GPath(export_dir) /
-                           "saved_model.pb").read_bytes())
+    saved = read_saved_model(export_dir)
     found = {}
     for meta_graph in saved.meta_graphs:
         for function in meta_graph.graph_def.library.function:
