@@ -8,7 +8,8 @@ import pytest
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.heads import (ClassificationHead, MaskedLMHead,
                                   NextSentenceHead)
-from bert_tf.layers.transformer import MultiHeadSelfAttention, TransformerBlock
+from bert_tf.layers.transformer import (MultiHeadSelfAttention,
+                                        TransformerBlock, attention_logit_bias)
 
 
 def _x(batch=2, length=6, width=16, seed=0):
@@ -145,7 +146,8 @@ def test_block_matches_the_einsum_formulation():
 def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
     """Loaded as TF Serving loads a SavedModel (a TF1 session, Grappler on),
     the block's feed-forward runs as one oneDNN kernel: MatMul + BiasAdd +
-    GELU (docs/benchmarks.md: the op names decide whether Grappler sees it).
+    GELU (docs/benchmarks.md: the op names decide whether Grappler sees it);
+    in float32 each residual add joins the matmul before it.
     """
     import platform
 
@@ -161,10 +163,17 @@ def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
     block = TransformerBlock(hidden_size=32, num_heads=2,
                              intermediate_size=64, dtype=dtype)
     block.build((None, None, 32))
+
+    def serve(x, mask):  # on token rows, as the encoder runs its blocks
+        rows = tf.reshape(x, [-1, 32])
+        out = block(rows, attention_bias=attention_logit_bias(mask, False),
+                    rows_shape=tf.shape(rows))
+        return tf.reshape(tf.cast(out, tf.float32), tf.shape(x))
+
     module = tf.Module()
     module.variables_ = [w.value for w in block.weights]
     module.serve = tf.function(
-        lambda x, mask: tf.cast(block(x, mask), tf.float32),
+        serve,
         input_signature=[tf.TensorSpec([None, None, 32]),
                          tf.TensorSpec([None, None], tf.int32)])
     tf.saved_model.save(module, str(tmp_path), signatures=module.serve)
@@ -182,10 +191,39 @@ def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
                     options=tf.compat.v1.RunOptions(
                         output_partition_graphs=True),
                     run_metadata=metadata)
-    fused = {"+".join(f.decode() for f in node.attr["fused_ops"].list.s)
+    fused = ["+".join(f.decode() for f in node.attr["fused_ops"].list.s)
              for graph_def in metadata.partition_graphs
-             for node in graph_def.node if "MatMul" in node.op}
+             for node in graph_def.node if "MatMul" in node.op]
     assert "BiasAdd+GeluApproximate" in fused, fused
+    if dtype == "float32":  # both residual adds, in their matmuls
+        assert fused.count("BiasAdd+Add") == 2, fused
+
+
+def test_served_layer_norm_equals_the_trained_form():
+    """The served form (EuclideanNorm, one op less) equals Keras's layer
+    norm to float32 rounding, a constant row included; a larger epsilon
+    keeps the trained form."""
+    import tensorflow as tf
+
+    from bert_tf.layers.norm import LayerNorm
+
+    x = _x(4, 6, 48) * 3.0
+    x[0, 0] = 0.25  # a constant row: beta out, not NaN
+    for epsilon, served_ops in ((1e-12, "EuclideanNorm"), (1e-3, "Rsqrt")):
+        norm = LayerNorm(epsilon=epsilon)
+        norm.build((None, None, 48))
+        rng = np.random.default_rng(1)
+        norm.gamma.assign(rng.normal(size=48).astype("float32"))
+        norm.beta.assign(rng.normal(size=48).astype("float32"))
+        trained = norm(x).numpy()
+        norm.served = True
+        served = tf.function(norm)
+        graph = served.get_concrete_function(
+            tf.TensorSpec([None, None, 48])).graph
+        assert served_ops in {op.type for op in graph.get_operations()}
+        np.testing.assert_allclose(served(x).numpy(), trained, atol=2e-6)
+        np.testing.assert_allclose(trained[0, 0], norm.beta.numpy(),
+                                   atol=1e-6)
 
 
 def test_int8_dense_follows_its_float_layer():

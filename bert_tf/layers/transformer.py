@@ -16,6 +16,7 @@ import math
 
 import keras
 from keras import ops
+import tensorflow as tf
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
 from bert_tf.layers.norm import LayerNorm
@@ -150,18 +151,25 @@ class MultiHeadSelfAttention(ConfigLayer):
         distillation matches (MiniLM, TinyBERT)."""
         return self._attend(x, input_mask)[0]
 
-    def call(self, x, input_mask=None, training=None, attention_bias=None):
+    def call(self, x, input_mask=None, training=None, attention_bias=None,
+             rows_shape=None):
         """`x`: [batch, seq, H], or token rows [batch * seq, H] of
         `input_mask`'s [batch, seq] (returned in the same shape).
         `attention_bias`: `attention_logit_bias(input_mask)`, when the
         caller computed it once for all layers (then `input_mask` may be
-        None)."""
+        None); `rows_shape`: the shape of token rows `x`, likewise."""
         probs, value = self._attend(x, input_mask, attention_bias)
         probs = self.dropout(ops.cast(probs, self.compute_dtype),
                              training=training)
         context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
+        if len(x.shape) == 2:
+            # The rows' own shape, not (-1, H): Grappler then knows that the
+            # output has the residual's shape and fuses the block's residual
+            # add into this matmul.
+            return self.output_dense(tf.reshape(
+                context, tf.shape(x) if rows_shape is None else rows_shape))
         out = self.output_dense(ops.reshape(context, (-1, self.hidden_size)))
-        return out if len(x.shape) == 2 else ops.reshape(out, ops.shape(x))
+        return ops.reshape(out, ops.shape(x))
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape
@@ -237,9 +245,10 @@ class TransformerBlock(ConfigLayer):
         self.output_norm.build(shape)
         self.built = True
 
-    def call(self, x, input_mask=None, training=None, attention_bias=None):
+    def call(self, x, input_mask=None, training=None, attention_bias=None,
+             rows_shape=None):
         """`x`: [batch, seq, H] or token rows [batch * seq, H] (returned in
-        the same shape); `attention_bias`: as in
+        the same shape); `attention_bias`, `rows_shape`: as in
         `MultiHeadSelfAttention.call`."""
         # Token rows [batch * seq, H] (see the module docstring). Under
         # 16-bit policies the residual stream stays in the norms' float32;
@@ -248,7 +257,8 @@ class TransformerBlock(ConfigLayer):
         if attention_bias is None:
             attention_bias = attention_logit_bias(input_mask, self.causal)
         attended = self.attention(rows, training=training,
-                                  attention_bias=attention_bias)
+                                  attention_bias=attention_bias,
+                                  rows_shape=rows_shape)
         attended = self.attention_output_dropout(attended, training=training)
         rows = self.attention_norm(rows + ops.cast(attended, rows.dtype))
         hidden = self.intermediate(rows)

@@ -11,6 +11,7 @@ from bert_tf.config import EncoderConfig, load_preset
 from bert_tf.formats.canonical import assign_weights
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
+from bert_tf.layers.norm import LayerNorm
 from bert_tf.layers.transformer import TransformerBlock, attention_logit_bias
 from bert_tf.models.inlined import with_constant_weights
 from bert_tf.text.features import INPUT_NAMES
@@ -296,6 +297,9 @@ class BertEncoder(keras.Model):
         # the written SavedModel (`bert-tf export`).
         self.weights_deferred = bool(enabled and deferred)
         self._inlined_functions = {}  # traced anew: the weights may differ
+        for layer in self._flatten_layers():
+            if isinstance(layer, LayerNorm):
+                layer.served = self.weights_inlined
 
     def inlined_variables(self):
         """The variables traced graphs read as constants: all the
@@ -362,9 +366,10 @@ class BertEncoder(keras.Model):
                 for v in block.variables if id(v) in inlined]
 
     def _run_blocks(self, rows, bias, training=None):
-        outputs = []
+        outputs, rows_shape = [], tf.shape(rows)  # once, for every layer
         for block in self.transformer_layers:
-            rows = block(rows, training=training, attention_bias=bias)
+            rows = block(rows, training=training, attention_bias=bias,
+                         rows_shape=rows_shape)
             outputs.append(rows)
         return outputs
 
