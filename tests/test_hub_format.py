@@ -192,7 +192,8 @@ def _tf1_checkpoint(directory):
 def test_any_checkpoint_exports_and_bad_input_is_named(tmp_path):
     encoder = _tf1_checkpoint(tmp_path / "tf1")
     report = export_hub(f"tf1:{tmp_path / 'tf1'}", tmp_path / "hub",
-                        seq_length=8, **QUIET)
+                        seq_length=8, max_input_chars=60_000,
+                        max_batch_chars=100_000, **QUIET)
     import tensorflow_text  # noqa: F401
 
     preprocess = tf.saved_model.load(str(report["preprocess"]))
@@ -205,6 +206,21 @@ def test_any_checkpoint_exports_and_bad_input_is_named(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError, match="seq_length"):
         preprocess.bert_pack_inputs([preprocess.tokenize(["film"])] * 2,
                                     seq_length=3)
+    # The export's limits, in every entry that takes text.
+    over = tf.constant(["film " * 12_001])
+    for entry in (preprocess, preprocess.tokenize,
+                  preprocess.signatures["serving_default"]):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="`text` holds a text of 60005 characters, "
+                                 "over the limit of 60000"):
+            entry(text=over) if entry is not preprocess else entry(over)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="over the limit of 100000 set by"):
+        preprocess(tf.constant(["film " * 10_000] * 3))
+    info = json.loads((report["preprocess"] / "assets.extra" /
+                       "bert_tf.json").read_text())
+    assert (info["max_input_chars"], info["max_batch_chars"]) == (
+        60_000, 100_000)
     with pytest.raises(ValueError, match="already exists"):
         export_hub(f"tf1:{tmp_path / 'tf1'}", tmp_path / "hub", **QUIET)
     with pytest.raises(ValueError, match="seq_length = 65"):

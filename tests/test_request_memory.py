@@ -205,6 +205,53 @@ def test_a_text_over_the_limit_is_refused_in_one_line(exports):
 
 
 @pytest.mark.slow
+def test_the_module_functions_enforce_the_limit_too(exports):
+    """`tf.saved_model.load` exposes the module's own functions beside the
+    signatures; they are the limited ones."""
+    loaded = export_lib.load_exported(exports["qa"])
+    answered = loaded.serve(question=tf.constant(["who"]),
+                            context=tf.constant(["the film was made by ann"]))
+    assert answered["count"].shape == (1,)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="`context` holds a text of 1250000 characters"):
+        loaded.serve(question=tf.constant(["who"]),
+                     context=tf.constant(["film " * 250_000]))
+
+
+@pytest.mark.slow
+def test_a_passed_deadline_stops_a_huge_request(exports):
+    """As TF Serving runs a request with a gRPC deadline (a v1 Session,
+    `RunOptions.timeout_in_ms`): a 200,000-word QA request ends with
+    DEADLINE_EXCEEDED soon after its deadline, not after its work, and the
+    next request is answered."""
+    import time
+
+    graph = tf.Graph()
+    with tf.compat.v1.Session(graph=graph) as session:
+        meta = tf.compat.v1.saved_model.loader.load(
+            session, ["serve"], str(exports["qa"]))
+        signature = meta.signature_def["serving_default"]
+        outputs = [t.name for t in signature.outputs.values()]
+
+        def run(words, **options):
+            feeds = {signature.inputs[k].name: v
+                     for k, v in request_of("qa", words).items()}
+            start = time.perf_counter()
+            session.run(outputs, feeds, options=tf.compat.v1.RunOptions(
+                **options))
+            return time.perf_counter() - start
+
+        run(50)
+        whole = run(200_000)
+        start = time.perf_counter()
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            run(200_000, timeout_in_ms=100)
+        stopped = time.perf_counter() - start
+        assert stopped < 0.6 * whole, (stopped, whole)
+        assert run(50) < 1.0
+
+
+@pytest.mark.slow
 def test_predict_cli_prints_the_refusal_in_one_line(exports, capsys):
     from bert_tf import cli
     code = cli.main(["predict", "--model", exports["qa"], "--question",

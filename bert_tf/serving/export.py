@@ -351,9 +351,10 @@ def _write_export(out, spec, vocab, model, log, make_module):
         staging.mkdir(parents=True)
         module = make_module(vocab.saved(staging / "vocab.txt"))
         module.keep_read_variables()
+        signatures = module.signatures()
         tf.saved_model.save(module, str(staging / "model"),
-                            signatures=limits_lib.limited_signatures(
-                                module.signatures(), spec["max_input_chars"],
+                            signatures=limits_lib.limit_module(
+                                module, signatures, spec["max_input_chars"],
                                 spec["max_batch_chars"]))
         saved = staging / "model"
         # The weights the graphs read as constants, traced as placeholders.
@@ -402,7 +403,7 @@ def _write_export(out, spec, vocab, model, log, make_module):
         "(oneDNN keeps its weights in their fastest layout)"
         if keeps_reordered_weights(spec) else ""))
     return {"path": out, "ops": ops, "bytes": size, "kind": spec["kind"],
-            "signatures": list(module.signatures())}
+            "signatures": list(signatures)}
 
 
 def load_exported(path, serving_only=False):

@@ -7,6 +7,9 @@ The preprocessing model (`DIR/preprocess`):
         `input_type_ids`, int32 [batch, seq_length].
     `preprocess.tokenize(text)`: int32 word pieces, ragged
         [batch, (words), (pieces)]; `.tokenize.get_special_tokens_dict()`.
+    Texts over the export's limits (`--max-input-chars`,
+    `--max-batch-chars`, as for any SavedModel: `bert_tf.serving.limits`)
+    are refused with INVALID_ARGUMENT by `preprocess` and `tokenize`.
     `preprocess.bert_pack_inputs(segments, seq_length=...)`: one or two
         tokenized segments ([batch, (words), (pieces)] or [batch, (pieces)])
         -> the three inputs; the longer segment loses pieces first.
@@ -32,6 +35,7 @@ from bert_tf import checkpoints
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.safe_io import check_writable, guarded_write, replace_directory
 from bert_tf import precision as precision_lib
+from bert_tf.serving import limits as limits_lib
 from bert_tf.serving import quantize as quantize_lib
 from bert_tf.serving.export import audit_ops
 from bert_tf.tasks.base import check_lengths
@@ -75,10 +79,15 @@ class HubPreprocessor(_Trackable):
         seq_length: the length of `preprocess(text)` and the default of
             `bert_pack_inputs`.
         lower_case: see `BertTokenizer` (None: from the vocab).
+        max_input_chars, max_batch_chars: the limits of a text and of a
+            call's texts together (`bert_tf.serving.limits`).
     """
 
-    def __init__(self, vocab, seq_length=128, lower_case=None):
+    def __init__(self, vocab, seq_length=128, lower_case=None,
+                 max_input_chars=limits_lib.MAX_INPUT_CHARS,
+                 max_batch_chars=limits_lib.MAX_BATCH_CHARS):
         super().__init__()
+        limits_lib.check_limits(max_input_chars, max_batch_chars)
         tokenizer = BertTokenizer(vocab, lower_case)
         self.vocab_file = tf.saved_model.Asset(str(vocab.path))
         special = {"vocab_size": vocab.size, "start_of_sequence_id":
@@ -86,7 +95,9 @@ class HubPreprocessor(_Trackable):
                    "padding_id": vocab.pad_id, "mask_id": vocab.mask_id}
 
         def tokenize(text):
-            return word_pieces(tokenizer, text)
+            with tf.control_dependencies(limits_lib.text_checks(
+                    text, "text", max_input_chars, max_batch_chars)):
+                return word_pieces(tokenizer, tf.identity(text))
 
         def pack(segments, seq_length=seq_length):
             segments = list(segments)
@@ -109,13 +120,13 @@ class HubPreprocessor(_Trackable):
 
         self.tokenize = _Trackable()
         self.tokenize.__call__ = tf.function(
-            tokenize, input_signature=[_string_spec("text")])
+            tokenize, input_signature=[_string_spec("text")], autograph=False)
         self.tokenize.get_special_tokens_dict = _Trackable()
         self.tokenize.get_special_tokens_dict.__call__ = tf.function(
             lambda: {k: tf.constant(v, tf.int32) for k, v in special.items()},
-            input_signature=[])
+            input_signature=[], autograph=False)
         self.bert_pack_inputs = _Trackable()
-        self.bert_pack_inputs.__call__ = tf.function(pack)
+        self.bert_pack_inputs.__call__ = tf.function(pack, autograph=False)
         for count in (1, 2):
             for ragged_rank in (1, 2):
                 spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1),
@@ -123,7 +134,8 @@ class HubPreprocessor(_Trackable):
                 self.bert_pack_inputs.__call__.get_concrete_function(
                     [spec] * count, tf.TensorSpec([], tf.int32))
         self.__call__ = self.serve = tf.function(
-            preprocess, input_signature=[_string_spec("text")])
+            preprocess, input_signature=[_string_spec("text")],
+            autograph=False)
 
     def signatures(self):
         return {"serving_default": self.serve}
@@ -161,11 +173,11 @@ class HubEncoder(_Trackable):
 
         specs = {k: tf.TensorSpec([None, None], tf.int32, name=k)
                  for k in INPUT_NAMES}
-        self.__call__ = tf.function(encode)
+        self.__call__ = tf.function(encode, autograph=False)
         for training in (False, True):
             self.__call__.get_concrete_function(specs, training=training)
         self.serve = tf.function(lambda inputs: encode(inputs),
-                                 input_signature=[specs])
+                                 input_signature=[specs], autograph=False)
 
         def serving_default(input_word_ids, input_mask, input_type_ids):
             outputs = encode({"input_word_ids": input_word_ids,
@@ -176,14 +188,17 @@ class HubEncoder(_Trackable):
             return outputs
 
         self.serving_default = tf.function(
-            serving_default, input_signature=[specs[k] for k in INPUT_NAMES])
+            serving_default, input_signature=[specs[k] for k in INPUT_NAMES],
+            autograph=False)
 
     def signatures(self):
         return {"serving_default": self.serving_default}
 
 
 def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
-               lower_case=None, precision="fp32", calibration_texts=None):
+               lower_case=None, precision="fp32", calibration_texts=None,
+               max_input_chars=limits_lib.MAX_INPUT_CHARS,
+               max_batch_chars=limits_lib.MAX_BATCH_CHARS):
     """Writes `out/preprocess` and `out/encoder`, the TF Hub-format
     SavedModels of any checkpoint's encoder (module docstring).
 
@@ -198,6 +213,8 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
         precision: the encoder's, as in `export_model` (its outputs stay
             float32).
         calibration_texts: int8: a file of texts to calibrate on.
+        max_input_chars, max_batch_chars: the preprocessing model's
+            limits, as in `export_model`.
 
     Returns:
         {"preprocess": path, "encoder": path, "ops": {name: op audit}}.
@@ -206,6 +223,7 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     if out.exists() and not overwrite:
         raise ValueError(f"{out} already exists; choose a new directory or "
                          "pass --overwrite.")
+    limits = limits_lib.export_fields(max_input_chars, max_batch_chars)
     check_writable(out.parent, "the hub export")
     precision = precision_lib.resolve(precision, log)
     pretrained = checkpoints.load_encoder(
@@ -218,24 +236,26 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     staging.rmtree(ignore_errors=True)
     with guarded_write(out, "the hub export", cleanup=(staging,)):
         ops = _write_hub_modules(staging, pretrained, seq_length, lower_case,
-                                 checkpoint, precision)
+                                 checkpoint, precision, limits)
     replace_directory(staging, out, "the hub export")
-    _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops)
+    _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops,
+                    limits)
     return {"preprocess": out / "preprocess", "encoder": out / "encoder",
             "ops": ops}
 
 
 def _write_hub_modules(staging, pretrained, seq_length, lower_case,
-                       checkpoint, precision):
+                       checkpoint, precision, limits):
     """Writes the preprocess and encoder SavedModels into `staging`;
     returns their op audits."""
     staging.mkdir(parents=True)
     vocab = pretrained.vocab.saved(staging / "vocab.txt")
     modules = {
-        "preprocess": HubPreprocessor(vocab, seq_length, lower_case),
+        "preprocess": HubPreprocessor(vocab, seq_length, lower_case,
+                                      **limits),
         "encoder": HubEncoder(pretrained.encoder, vocab)}
     info = {"kind": "hub", "checkpoint": str(checkpoint),
-            "seq_length": seq_length, "precision": precision, **{
+            "seq_length": seq_length, "precision": precision, **limits, **{
                 k: getattr(pretrained.config, k) for k in (
                     "num_layers", "hidden_size", "vocab_size")}}
     ops = {}
@@ -251,7 +271,8 @@ def _write_hub_modules(staging, pretrained, seq_length, lower_case,
     return ops
 
 
-def _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops):
+def _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops,
+                    limits):
     encoder, config = pretrained.encoder, pretrained.config
     info = {"num_layers": config.num_layers,
             "hidden_size": config.hidden_size}
@@ -260,7 +281,10 @@ def _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops):
         f"{info['num_layers']} layers, hidden {info['hidden_size']}):")
     log(f"  {out / 'preprocess'}: strings -> input_word_ids, input_mask, "
         f"input_type_ids [batch, {seq_length}]; .tokenize, "
-        ".bert_pack_inputs(segments, seq_length=...)")
+        ".bert_pack_inputs(segments, seq_length=...); at most "
+        f"{limits['max_input_chars']:,} characters per text and "
+        f"{limits['max_batch_chars']:,} per call (larger ones get "
+        "INVALID_ARGUMENT)")
     log(f"  {out / 'encoder'}: those inputs -> pooled_output, "
         "sequence_output, default, encoder_outputs (embedding output + "
         f"{info['num_layers']} layers)")

@@ -10,6 +10,7 @@ itself (its word pieces, windows and logits): about 0.1 KB per character
 (docs/guides/serving.md has the measured figures).
 """
 import contextlib
+import inspect
 
 # About 170,000 English words per text; a 100,000-word context (600,000
 # characters) is answered, a 600,000-word one (3.6 million) refused.
@@ -44,12 +45,14 @@ def add_limit_arguments(parser):
     """`bert-tf export`'s limit flags."""
     parser.add_argument(
         "--max-input-chars", type=int, default=None, metavar="N",
-        help="SavedModel: the most characters (Unicode code points) one text"
-        f" of a request may hold (default {MAX_INPUT_CHARS:,}); a longer "
-        "one is refused with INVALID_ARGUMENT before any model work.")
+        help="savedmodel and hub: the most characters (Unicode code points)"
+        f" one text of a request may hold (default {MAX_INPUT_CHARS:,}); a "
+        "longer one is refused with INVALID_ARGUMENT before any model work, "
+        "by the signatures and the module's own functions alike.")
     parser.add_argument(
         "--max-batch-chars", type=int, default=None, metavar="N",
-        help="SavedModel: the most characters all the texts of one request "
+        help="savedmodel and hub: the most characters all the texts of one "
+        "request "
         f"may hold together (default {MAX_BATCH_CHARS:,}).")
 
 
@@ -83,6 +86,7 @@ def limited(function, max_input_chars, max_batch_chars):
     import tensorflow as tf
 
     specs = function.input_signature
+    names = [spec.name for spec in specs]
 
     def checked(*args):
         # Loaded signatures do not check shapes (a scalar would reach the
@@ -98,13 +102,39 @@ def limited(function, max_input_chars, max_batch_chars):
             args = [tf.identity(value) for value in args]
         return function(*args)
 
-    return tf.function(checked, input_signature=specs)
+    # Called by keyword as the module's own function was (`loaded.serve(
+    # text=...)`), not only as a signature.
+    checked.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+         for name in names])
+    return tf.function(checked, input_signature=specs, autograph=False)
 
 
 def limited_signatures(signatures, max_input_chars, max_batch_chars):
     """{name: `limited` function} of a module's signatures (the limits as
     `export_fields` checked them)."""
     return {name: limited(function, max_input_chars, max_batch_chars)
+            for name, function in signatures.items()}
+
+
+def limit_module(module, signatures, max_input_chars, max_batch_chars):
+    """Puts each of `module`'s own functions that takes text behind the
+    limits (`limited`), as its signatures are: a SavedModel loaded in
+    Python exposes them (`loaded.serve(text=...)`) beside the signatures.
+    Returns {name: limited function} of `signatures`, the same function
+    where a signature is one of the module's."""
+    import tensorflow as tf
+
+    checked = {}
+    for name, value in list(vars(module).items()):
+        specs = getattr(value, "input_signature", None)
+        if isinstance(value, tf.types.experimental.PolymorphicFunction) \
+                and specs and any(s.dtype == tf.string for s in specs):
+            checked[id(value)] = limited(value, max_input_chars,
+                                         max_batch_chars)
+            setattr(module, name, checked[id(value)])
+    return {name: checked.get(id(function)) or limited(
+        function, max_input_chars, max_batch_chars)
             for name, function in signatures.items()}
 
 

@@ -43,7 +43,8 @@ def predict_logits(model, dataset):
     forward = _FORWARD.get(model)
     if forward is None:
         forward = _FORWARD[model] = tf.function(
-            lambda x: model(x, training=False), reduce_retracing=True)
+            lambda x: model(x, training=False), reduce_retracing=True,
+            autograph=False)
     logits, labels = [], []
     for x, y in dataset:
         logits.append(forward(x).numpy())
@@ -354,9 +355,11 @@ class ClassifierModule(TaskModule):
         specs = [tf.TensorSpec([None], tf.string, name="text")]
         if pair:
             specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
-        self.serve = tf.function(serve, input_signature=specs)
-        self.preprocess = tf.function(preprocess, input_signature=specs)
-        self.encode = tf.function(encode, input_signature=specs)
+        self.serve = tf.function(serve, input_signature=specs, autograph=False)
+        self.preprocess = tf.function(preprocess, input_signature=specs,
+                                      autograph=False)
+        self.encode = tf.function(encode, input_signature=specs,
+                                  autograph=False)
 
     def signatures(self):
         return {"serving_default": self.serve, "preprocess": self.preprocess,

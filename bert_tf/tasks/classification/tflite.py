@@ -51,4 +51,4 @@ class ClassifierTFLiteModule(tf.Module):
         specs = [tf.TensorSpec([None], tf.string, name="text")]
         if spec.pair:
             specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
-        self.serve = tf.function(serve, input_signature=specs)
+        self.serve = tf.function(serve, input_signature=specs, autograph=False)

@@ -185,7 +185,8 @@ class SentenceEmbedder:
         self.preprocessor = BertPreprocessor(vocabulary, seq_length)
         self.function = tf.function(embedding_graph(
             encoder, self.preprocessor, normalize),
-            input_signature=[tf.TensorSpec([None], tf.string)])
+            input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False)
 
     def __call__(self, texts, batch_size=64, progress=False):
         """float32 NumPy [len(texts), H]."""
@@ -222,7 +223,8 @@ class FeatureExtractor:
                                                 doc_stride)
         self.function = tf.function(word_feature_graph(
             encoder, self.preprocessor, layers),
-            input_signature=[tf.TensorSpec([None], tf.string)])
+            input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False)
 
     def __call__(self, texts, batch_size=32, progress=False):
         """One dict per text: `words` (strings), `start`, `end` (int32

@@ -47,7 +47,7 @@ class EmbeddingModule(TaskModule):
         text_spec = [tf.TensorSpec([None], tf.string, name="text")]
         self.serve = tf.function(
             lambda text: {"embedding": embed(string_batch(text, "text"))},
-            input_signature=text_spec)
+            input_signature=text_spec, autograph=False)
 
         def word_features(text):
             out = words(string_batch(text, "text"))
@@ -55,7 +55,8 @@ class EmbeddingModule(TaskModule):
                     "start": out["start"], "end": out["end"]}
 
         self.word_features = tf.function(word_features,
-                                         input_signature=text_spec)
+                                         input_signature=text_spec,
+                                         autograph=False)
 
     def signatures(self):
         return {"serving_default": self.serve,

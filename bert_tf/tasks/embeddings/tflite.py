@@ -41,4 +41,4 @@ class EmbeddingTFLiteModule(tf.Module):
                                            inputs["input_mask"], normalize)}
 
         self.serve = tf.function(serve, input_signature=[
-            tf.TensorSpec([None], tf.string, name="text")])
+            tf.TensorSpec([None], tf.string, name="text")], autograph=False)

@@ -121,7 +121,8 @@ class FillMaskModule(TaskModule):
                                fixed_length)
         self.serve = tf.function(
             lambda text: fill(string_batch(text, "text")),
-            input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+            input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+            autograph=False)
         self._marker = spec["marker"]
 
     def filler_request(self, words, batch_size=1):

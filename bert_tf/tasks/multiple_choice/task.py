@@ -163,7 +163,8 @@ class MultipleChoice(Task):
         forward = _FORWARD.get(model)
         if forward is None:
             forward = _FORWARD[model] = tf.function(
-                lambda x: model(x, training=False), reduce_retracing=True)
+                lambda x: model(x, training=False), reduce_retracing=True,
+                autograph=False)
         logits, labels = [], []
         for x, y in self.eval_dataset(
                 data, split, vocab, lambda: self._dataset(
@@ -232,7 +233,7 @@ class MultipleChoiceModule(TaskModule):
         choices_spec = tf.TensorSpec([None, None], tf.string, name="choices")
         self.serve = tf.function(
             lambda context, choices: answer(context, choices),
-            input_signature=[context_spec, choices_spec])
+            input_signature=[context_spec, choices_spec], autograph=False)
 
         def with_count(context, choices, count):
             count = tf.raw_ops.EnsureShape(input=count,
@@ -247,7 +248,7 @@ class MultipleChoiceModule(TaskModule):
 
         self.with_count = tf.function(with_count, input_signature=[
             context_spec, choices_spec,
-            tf.TensorSpec([None], tf.int32, name="count")])
+            tf.TensorSpec([None], tf.int32, name="count")], autograph=False)
 
     def signatures(self):
         return {"serving_default": self.serve, "with_count": self.with_count}

@@ -39,4 +39,5 @@ class ChoiceTFLiteModule(tf.Module):
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="context"),
-            tf.TensorSpec([None, None], tf.string, name="choices")])
+            tf.TensorSpec([None, None], tf.string, name="choices")],
+            autograph=False)

@@ -117,7 +117,8 @@ class Similarity(Task):
         if score is None:
             score = _SCORERS[model] = tf.function(
                 score_graph(model, self.preprocessor(vocab)),
-                input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+                input_signature=[tf.TensorSpec([None], tf.string)] * 2,
+                autograph=False)
         parts = [score(tf.constant(texts[i:i + batch_size], tf.string),
                        tf.constant(texts_b[i:i + batch_size], tf.string)
                        ).numpy() for i in range(0, len(texts), batch_size)]
@@ -196,9 +197,9 @@ class SimilarityModule(TaskModule):
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="text"),
-            tf.TensorSpec([None], tf.string, name="text_b")])
+            tf.TensorSpec([None], tf.string, name="text_b")], autograph=False)
         self.embed = tf.function(embed, input_signature=[
-            tf.TensorSpec([None], tf.string, name="text")])
+            tf.TensorSpec([None], tf.string, name="text")], autograph=False)
 
     def signatures(self):
         return {"serving_default": self.serve, "embed": self.embed}

@@ -164,7 +164,7 @@ class SpanQA(Task):
         function = tf.function(
             answer_graph(model, self.preprocessor(vocab), self.spec),
             input_signature=[tf.TensorSpec([None], tf.string)] * 2 +
-            [tf.TensorSpec([], tf.float32)])
+            [tf.TensorSpec([], tf.float32)], autograph=False)
         _ANSWERERS[model] = (key, function)
         return function
 
@@ -318,7 +318,7 @@ class SpanQAModule(TaskModule):
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="question"),
-            tf.TensorSpec([None], tf.string, name="context")])
+            tf.TensorSpec([None], tf.string, name="context")], autograph=False)
 
     def filler_request(self, words, batch_size=1):
         return {"question": ["a"] * batch_size,

@@ -108,4 +108,4 @@ class QATFLiteModule(tf.Module):
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="question"),
-            tf.TensorSpec([None], tf.string, name="context")])
+            tf.TensorSpec([None], tf.string, name="context")], autograph=False)

@@ -133,7 +133,8 @@ class Tagging(Task):
             return cached[1]
         function = tf.function(
             tag_graph(model, self.preprocessor(vocab), self.spec),
-            input_signature=[tf.TensorSpec([None], tf.string)])
+            input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False)
         _TAGGERS[model] = (id(vocab), function)
         return function
 
@@ -253,7 +254,7 @@ class TaggingModule(TaskModule):
             return {name: out[name] for name in OUTPUTS}
 
         self.serve = tf.function(serve, input_signature=[
-            tf.TensorSpec([None], tf.string, name="text")])
+            tf.TensorSpec([None], tf.string, name="text")], autograph=False)
 
     def filler_request(self, words, batch_size=1):
         return {"text": [" ".join(["a"] * words)] * batch_size}

@@ -127,4 +127,4 @@ class TaggingTFLiteModule(tf.Module):
             return {name: out[name] for name in OUTPUTS}
 
         self.serve = tf.function(serve, input_signature=[
-            tf.TensorSpec([None], tf.string, name="text")])
+            tf.TensorSpec([None], tf.string, name="text")], autograph=False)
