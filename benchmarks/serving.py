@@ -24,7 +24,8 @@ openvino:
     .venv-bench/bin/python benchmarks/serving.py [--calls 300]
         [--batches 20] [--skip-tasks]
 
-The exports are written first; a second process, started with
+The exports are written first, in a process of their own; a second
+process, started with
 `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` as `bert-tf predict` and a serving
 container serve them (`bert_tf.serving.runtime`), times every row, peers
 included, in interleaved rounds (each row takes its turn in every round),
@@ -410,6 +411,7 @@ def main():
     parser.add_argument("--skip-tasks", action="store_true",
                         help="classification only (no QA / NER rows)")
     parser.add_argument("--exports", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--write-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     import torch
@@ -421,12 +423,19 @@ def main():
 
     vocab_path = samples.fetch("minilm") / "vocab.txt"
     bf16 = bool(cpu_bf16_flags())
-    if args.exports is None:  # write everything, then time in a new process
+    if args.write_to is not None:
+        _, labels = _hf_models(args.write_to / "hf")
+        write_exports(args.write_to, vocab_path, labels, bf16,
+                      args.skip_tasks)
+        return
+    if args.exports is None:
+        # Written in one process, timed in another: the writer ends at
+        # about 10 GB resident (every export's model), which the timing
+        # process must not share the machine with.
         with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
-            _, labels = _hf_models(tmp / "hf")
-            write_exports(tmp, vocab_path, labels, bf16, args.skip_tasks)
-            run_serving_process([*sys.argv[1:], "--exports", str(tmp)],
+            run_serving_process([*sys.argv[1:], "--write-to", tmp],
+                                frozen_weights=False)
+            run_serving_process([*sys.argv[1:], "--exports", tmp],
                                 frozen_weights=True)
         return
 

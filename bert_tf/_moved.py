@@ -36,6 +36,9 @@ MOVED = {
     "bert_tf.checkpoints.json_config": "bert_tf.formats.json_config",
     "bert_tf.checkpoints.tf1": "bert_tf.formats.tf1",
     "bert_tf.checkpoints.torch_zip": "bert_tf.formats.torch_zip",
+    # "hub" is the TF Hub format (`bert_tf.serving.hub`); the Hugging Face
+    # Hub's module says so.
+    "bert_tf.hub": "bert_tf.hf_hub",
 }
 
 

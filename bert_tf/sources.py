@@ -2,7 +2,7 @@
 (`init:` in configs, `bert-tf convert --input`, `bert-tf export`'s encoder
 kinds, `from_preset`).
 
-- `hf://ORG/NAME[@REVISION]`: the Hugging Face Hub (`bert_tf.hub`);
+- `hf://ORG/NAME[@REVISION]`: the Hugging Face Hub (`bert_tf.hf_hub`);
 - a preset with weights (`bert_base_uncased`, ...: `configs/models/`);
 - `sample:NAME`: a bundled sample's weights (`bert_tf.samples`);
 - anything else: a path, exactly as before (`hf:PATH`, `tf1:PATH`, a
@@ -14,7 +14,7 @@ kinds, `from_preset`).
 import difflib
 from pathlib import Path
 
-from bert_tf import hub, presets, samples
+from bert_tf import hf_hub as hub, presets, samples
 
 KAGGLE = "kaggle://"
 

@@ -68,6 +68,7 @@ def test_export_layout_and_report(exported):
         in text
     assert "encode(text: string[None]) -> pooled_output: float32[None, 32]" \
         in text
+    assert "; fp32, " in text and " parameters; classification" in text
     assert set(report["ops"]["tf_text"]) == TF_TEXT_OPS
     config = (out.parent.parent / "models.config").read_text()
     assert 'name: "toy"' in config and 'base_path: "/models/toy"' in config

@@ -16,7 +16,7 @@ from bert_tf.serving.hub import export_hub
 from bert_tf.serving.tflite import TFLiteClassifier, export_tflite
 from hub_server import LocalHub
 from test_export import run_serving_check
-from test_hub import _files, _set_offline
+from test_hf_hub import _files, _set_offline
 from toy_task import toy_config, write_toy_task
 
 TEXTS = ["the film was good and long", "the film was awful", "", "dull",

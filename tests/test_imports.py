@@ -153,7 +153,7 @@ def test_no_task_kind_imports_another():
 # runs everything (the demo lives in examples/, outside the package).
 LAYERS = [
     {"config", "config_io", "presets", "text", "layers", "losses", "storage",
-     "safe_io", "precision", "keras_compat", "progress", "hub", "_moved"},
+     "safe_io", "precision", "keras_compat", "progress", "hf_hub", "_moved"},
     {"models", "data", "samples", "sources", "formats"},
     {"checkpoints"},
     {"training", "tasks"},

@@ -230,7 +230,7 @@ def test_int8_dense_follows_its_float_layer():
     """Per-call ranges, and calibrated ranges with outlier channels
     smoothed into the weights: both near the float layer; the calibrated
     one nearer on inputs with an outlier channel, as in BERT."""
-    from bert_tf.layers.int8 import Int8Dense
+    from bert_tf.layers.int8 import Int8Dense, served_parameter_count
 
     # Seeded: the bounds below hold for most weights, not all.
     dense = keras.layers.Dense(64, activation="gelu", kernel_initializer=(
@@ -244,6 +244,8 @@ def test_int8_dense_follows_its_float_layer():
     calibrated = Int8Dense.from_dense(dense, x.min(0), x.max(0))
     dynamic_error = np.abs(dynamic(x).numpy() - want).max() / scale
     calibrated_error = np.abs(calibrated(x).numpy() - want).max() / scale
+    # Its weights are constants: counted as served, as the float layer's.
+    assert served_parameter_count(calibrated) == dense.count_params()
     assert calibrated_error < 0.01 < dynamic_error < 0.05
     again = Int8Dense.from_config(calibrated.get_config())
     np.testing.assert_allclose(again(x).numpy(), calibrated(x).numpy(),

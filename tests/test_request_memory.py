@@ -219,17 +219,25 @@ def test_the_module_functions_enforce_the_limit_too(exports):
 
 
 @pytest.mark.slow
-def test_a_passed_deadline_stops_a_huge_request(exports):
+def test_a_passed_deadline_stops_a_huge_request(tmp_path):
     """As TF Serving runs a request with a gRPC deadline (a v1 Session,
-    `RunOptions.timeout_in_ms`): a 200,000-word QA request ends with
+    `RunOptions.timeout_in_ms`): a 100,000-word QA request ends with
     DEADLINE_EXCEEDED soon after its deadline, not after its work, and the
-    next request is answered."""
+    next request is answered. The encoder is wider than the others here,
+    so that its chunk loop, not the tokenizer (one op over the whole
+    text, which a deadline cannot stop), holds most of the time."""
     import time
 
+    wide = BertEncoder(vocab_size=len(VOCAB.tokens), hidden_size=128,
+                       num_layers=2, num_heads=2, intermediate_size=512,
+                       max_position_embeddings=128)
+    _, kind, fields, _ = EXPORTS["qa"]
+    export_lib.export_keras_model(BertSpanLabeler(wide), tmp_path / "qa" / "1",
+                                  kind, VOCAB, log=lambda *a: None, **fields)
     graph = tf.Graph()
     with tf.compat.v1.Session(graph=graph) as session:
         meta = tf.compat.v1.saved_model.loader.load(
-            session, ["serve"], str(exports["qa"]))
+            session, ["serve"], str(tmp_path / "qa" / "1"))
         signature = meta.signature_def["serving_default"]
         outputs = [t.name for t in signature.outputs.values()]
 
@@ -242,12 +250,12 @@ def test_a_passed_deadline_stops_a_huge_request(exports):
             return time.perf_counter() - start
 
         run(50)
-        whole = run(200_000)
+        whole = run(100_000)
         start = time.perf_counter()
         with pytest.raises(tf.errors.DeadlineExceededError):
-            run(200_000, timeout_in_ms=100)
+            run(100_000, timeout_in_ms=100)
         stopped = time.perf_counter() - start
-        assert stopped < 0.6 * whole, (stopped, whole)
+        assert stopped < 0.4 * whole, (stopped, whole)
         assert run(50) < 1.0
 
 

@@ -296,8 +296,11 @@ def _add_answer_commands(sub, parser):
                    help="FILE.npz (NumPy) or FILE.tfrecord")
     p.add_argument("--seq-length", type=int, default=128,
                    help="window length; longer texts are windowed")
-    p.add_argument("--doc-stride", type=int, default=64)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--doc-stride", type=int, default=64,
+                   help="tokens between the starts of a long text's "
+                        "windows (default 64)")
+    p.add_argument("--batch-size", type=int, default=32,
+                   help="texts per encoder call (default 32)")
     p.set_defaults(func=_features)
 
     p = sub.add_parser("predict", help="answer raw text with an exported "
@@ -313,7 +316,10 @@ def _add_answer_commands(sub, parser):
                                    '{"question", "context"} objects')
     p.add_argument("--model", dest="model", required=True,
                    help="export/NAME/VERSION, or a .tflite file")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64,
+                   help="texts per request to the model (default 64); "
+                        "lower it for long texts, whose windows run inside "
+                        "each request")
     p.set_defaults(func=_predict)
     parser.predict_parser = p
 

@@ -274,3 +274,12 @@ class InputRangeRecorder(keras.layers.Layer):
                                                  0), axis=0))
         self.rows.assign_add(tf.cast(tf.shape(rows)[0], self.rows.dtype))
         return self.dense(x)
+
+
+def served_parameter_count(model):
+    """`model`'s parameters as served: its Keras weights plus the int8
+    kernels and biases of its `Int8Dense` layers, which are constants,
+    not weights (so `count_params` alone misses most of an int8 model)."""
+    return model.count_params() + sum(
+        layer.kernel_int8.size + layer.bias.size
+        for layer in model._flatten_layers() if isinstance(layer, Int8Dense))

@@ -16,7 +16,7 @@ fused node does not take the graph's epsilon: it keeps the op's default of
 toy classifier's labels flipped; the fused node also took about 200 us a
 call at batch 1 on 2 EPYC cores against about 25 us for the unfused ops.
 
-Served graphs (`served = True`, set by `BertEncoder.inline_weights`) take
+Served graphs (`served = True`, set by `BertEncoder.serving_form`) take
 one op less: with BERT's tiny epsilon, `rsqrt(mean(d * d) + eps)` equals
 `1 / (max(|d|, sqrt(H * eps)) / sqrt(H))` (|d| one EuclideanNorm op) to
 float32 rounding unless a row's variance is below about 1e3 * eps, and

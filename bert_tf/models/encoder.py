@@ -294,12 +294,19 @@ class BertEncoder(keras.Model):
         """
         self.weights_inlined = bool(enabled)
         # Placeholders that `bert_tf.models.inlined.fill_constants` fills in
-        # the written SavedModel (`bert-tf export`).
+        # the written SavedModel.
         self.weights_deferred = bool(enabled and deferred)
         self._inlined_functions = {}  # traced anew: the weights may differ
+        self.serving_form(enabled)
+
+    def serving_form(self, enabled=True):
+        """From now on (until `serving_form(False)`), traced graphs take the
+        served form of each layer where it differs from training's: the
+        layer norms in one op less (`bert_tf.layers.norm`). What every
+        export traces; the weights stay variables."""
         for layer in self._flatten_layers():
             if isinstance(layer, LayerNorm):
-                layer.served = self.weights_inlined
+                layer.served = bool(enabled)
 
     def inlined_variables(self):
         """The variables traced graphs read as constants: all the

@@ -13,7 +13,6 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool
-from bert_tf.models.inlined import with_constant_weights
 from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder,
                                     encoder_inputs, from_config_with_encoder,
                                     select_inputs)
@@ -97,15 +96,18 @@ class TaskModel(keras.Model):
         inputs = select_inputs(inputs, INPUT_NAMES)
         run = super().call
         if getattr(self.encoder, "weights_inlined", False) and not training \
-                and not tf.executing_eagerly():
+                and mask is None and not tf.executing_eagerly():
             # A served graph (`BertEncoder.inline_weights`): the head reads
-            # its weights as constants too; the encoder its own.
+            # its weights as constants too; the encoder its own. One
+            # function per model while the encoder's weights are inlined:
+            # each call of it in a graph (the chunk loop's branches) reuses
+            # its trace.
             inlined = {id(v) for v in self.encoder.variables}
-            return with_constant_weights(
+            return self.encoder._inlined(
+                ("task_model", id(self)),
                 [v for v in self.variables if id(v) not in inlined and
                  "float" in str(v.dtype)],
-                lambda x: run(x, training=False, mask=mask),
-                self.encoder.weights_deferred)(inputs)
+                lambda x: run(x, training=False))(inputs)
         return run(inputs, training=training, mask=mask, **kwargs)
 
     def checkpoint_heads(self):

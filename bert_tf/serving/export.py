@@ -16,8 +16,8 @@ import tensorflow as tf
 
 from bert_tf import config as config_lib
 from bert_tf import tasks
+from bert_tf.layers.int8 import served_parameter_count
 from bert_tf.models.chunked import TOKENS_PER_STEP
-from bert_tf.models.inlined import fill_constants
 from bert_tf.serving import limits as limits_lib
 from bert_tf import precision as precision_lib
 from bert_tf.serving import quantize as quantize_lib
@@ -185,7 +185,7 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     int8 = quantize_lib.quantize(model, precision, spec, vocab, calibration,
                                   calibration_texts, log)
     rows = quantize_lib.branch_by_rows(model, precision)
-    quantize_lib.inline_weights(model)
+    quantize_lib.serving_form(model)
     if dataclasses.is_dataclass(spec):  # a task's typed spec
         spec = config_lib.to_dict(spec)
     spec = {**spec, "precision": precision,
@@ -294,17 +294,16 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
         kind=kind, encoder=dataclasses.asdict(model.encoder.config),
         **fields).validate(data=False)
     task = tasks.get_kind(kind)(spec)
-    # The user's model may train on after the export: its graph constants
-    # are for the export's traces only.
-    encoder = getattr(model, "encoder", model)
-    encoder.inline_weights(deferred=True)
+    # The user's model may train on after the export: the served form is
+    # for the export's traces only.
+    quantize_lib.serving_form(model)
     try:
         return _write_export(
             out, {**config_lib.to_dict(spec), "precision": "fp32", **limits},
             vocab, model, log,
             lambda saved: task.serving_module(model, saved, fixed_length))
     finally:
-        encoder.inline_weights(False)
+        quantize_lib.serving_form(model, False)
 
 
 def export_encoder(checkpoint, out, log=print, overwrite=False,
@@ -350,15 +349,12 @@ def _write_export(out, spec, vocab, model, log, make_module):
     with guarded_write(out, "the export", cleanup=(staging,)):
         staging.mkdir(parents=True)
         module = make_module(vocab.saved(staging / "vocab.txt"))
-        module.keep_read_variables()
         signatures = module.signatures()
         tf.saved_model.save(module, str(staging / "model"),
                             signatures=limits_lib.limit_module(
                                 module, signatures, spec["max_input_chars"],
                                 spec["max_batch_chars"]))
         saved = staging / "model"
-        # The weights the graphs read as constants, traced as placeholders.
-        fill_constants(str(saved / "saved_model.pb"), model.variables)
         extra = saved / "assets.extra"
         extra.mkdir(exist_ok=True)
         requests = module.warmup_requests()
@@ -380,7 +376,8 @@ def _write_export(out, spec, vocab, model, log, make_module):
     what = ", ".join(f"{k} {spec[k]}" for k in ("labels", "version_2")
                      if k in spec)
     log(f"wrote SavedModel {out} ({size / 1e6:.1f} MB; "
-        f"{model.count_params():,} parameters; {spec['kind']} "
+        f"{spec.get('precision', 'fp32')}, "
+        f"{served_parameter_count(model):,} parameters; {spec['kind']} "
         f"{'task' if 'encoder' in spec else 'of'} "
         f"{spec['name']}{', ' + what if what else ''}, seq_length "
         f"{spec['seq_length']})")

@@ -32,6 +32,7 @@ import json
 import tensorflow as tf
 
 from bert_tf import checkpoints
+from bert_tf.layers.int8 import served_parameter_count
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.safe_io import check_writable, guarded_write, replace_directory
 from bert_tf import precision as precision_lib
@@ -239,7 +240,7 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
                                  checkpoint, precision, limits)
     replace_directory(staging, out, "the hub export")
     _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops,
-                    limits)
+                    limits, precision)
     return {"preprocess": out / "preprocess", "encoder": out / "encoder",
             "ops": ops}
 
@@ -272,12 +273,12 @@ def _write_hub_modules(staging, pretrained, seq_length, lower_case,
 
 
 def _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops,
-                    limits):
+                    limits, precision):
     encoder, config = pretrained.encoder, pretrained.config
     info = {"num_layers": config.num_layers,
             "hidden_size": config.hidden_size}
     log(f"wrote TF Hub-format SavedModels of {checkpoint} "
-        f"({encoder.count_params():,} parameters, "
+        f"({precision}, {served_parameter_count(encoder):,} parameters, "
         f"{info['num_layers']} layers, hidden {info['hidden_size']}):")
     log(f"  {out / 'preprocess'}: strings -> input_word_ids, input_mask, "
         f"input_type_ids [batch, {seq_length}]; .tokenize, "

@@ -20,11 +20,15 @@ def branch_by_rows(model, precision):
     return encoder.row_class_bounds
 
 
-def inline_weights(model):
+def serving_form(model, enabled=True):
     """The encoder of `model` (a task model, a pre-trainer or an encoder)
-    traced with its transformer blocks' weights as graph constants
-    (`BertEncoder.inline_weights`): what every export serves."""
-    getattr(model, "encoder", model).inline_weights(deferred=True)
+    traced in its served form (`BertEncoder.serving_form`): what every
+    export serves. Its weights stay variables: served as graph constants
+    (`BertEncoder.inline_weights`), TensorFlow's runtime copies them with
+    each copy of the function library and each inlined call site, and a
+    loaded BERT-Base export held 18 GB (MiniLM-L6: 3.5 GB, against about
+    1 GB with variables)."""
+    getattr(model, "encoder", model).serving_form(enabled)
 
 
 def quantize(model, precision, spec=None, vocab=None, examples=0,
@@ -114,4 +118,4 @@ def calibration(model, spec, vocab, examples=CALIBRATION_EXAMPLES,
     return lambda: [model(batch[0], training=False) for batch in batches]
 
 
-__all__ = ["branch_by_rows", "calibration", "inline_weights", "quantize"]
+__all__ = ["branch_by_rows", "calibration", "quantize", "serving_form"]

@@ -1,6 +1,6 @@
-"""The weights an export holds: its tracked variables, and the constants
-its graphs read the encoder's weights as (`BertEncoder.inline_weights`),
-which keep their variables' paths as names."""
+"""The weights an export holds: its tracked variables, and any constants
+its graphs read weights as (`BertEncoder.inline_weights`), which keep
+their variables' paths as names."""
 
 def graph_constants(export_dir, names):
     """{name: NumPy value} of the SavedModel's constants named in `names`
@@ -34,7 +34,8 @@ def restore_exported_weights(model, loaded, export_dir):
     weights = [v for v in model.variables if "float" in str(v.dtype)]
     constants = graph_constants(export_dir, [v.path for v in weights])
     rest = [v for v in weights if v.path not in constants]
-    saved = list(getattr(loaded, "model_variables", []))
+    saved = [v for v in getattr(loaded, "model_variables", [])
+             if v.dtype.is_floating]
     if len(saved) != len(rest) or any(
             tuple(a.shape) != tuple(b.shape) for a, b in zip(saved, rest)) \
             or any(tuple(constants[v.path].shape) != tuple(v.shape)

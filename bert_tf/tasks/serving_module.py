@@ -15,9 +15,7 @@ class TaskModule(tf.Module):
     Only the plain tf.Variables under the Keras variables are tracked: a
     tracked Keras model would add a second copy of each variable that
     TF1-style loaders (TF Serving, the C API) restore while the functions
-    read the first, uninitialized one. An export keeps only those its
-    graphs read (`keep_read_variables`): weights they hold as constants
-    (`BertEncoder.inline_weights`) are not saved twice.
+    read the first, uninitialized one.
     """
 
     warmup_inputs = ()
@@ -34,24 +32,6 @@ class TaskModule(tf.Module):
 
     def signatures(self):
         return {"serving_default": self.serve}
-
-    def keep_read_variables(self):
-        """Stops tracking the model variables no signature reads (traces
-        them all first): their values are constants of the graphs, and a
-        SavedModel would store them, and TF Serving restore them, again.
-        Returns how many are still tracked."""
-        # Traced as `tf.saved_model.save` traces (its save context is part
-        # of a function's trace key): the save then reuses these traces.
-        from tensorflow.python.saved_model import save_context
-
-        read = set()
-        with save_context.save_context(tf.saved_model.SaveOptions()):
-            for function in self.signatures().values():
-                read.update(id(t) for t in
-                            function.get_concrete_function().captured_inputs)
-        self.model_variables = [v for v in self.model_variables
-                                if id(v.handle) in read]
-        return len(self.model_variables)
 
     def filler_request(self, words, batch_size=1):
         """`serving_default` inputs whose text has `words` words."""

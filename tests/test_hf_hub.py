@@ -16,7 +16,7 @@ try:
 except ImportError:  # huggingface_hub 1.x: one httpx client, offline per request
     from huggingface_hub.utils import close_session as reset_sessions
 
-from bert_tf import hub, sources
+from bert_tf import hf_hub as hub, sources
 from hub_server import LocalHub
 
 FAMILIES = Path(__file__).parent / "fixtures" / "families"
