@@ -1,6 +1,6 @@
-"""XLA for the served encoder, measured: the real MiniLM-L6 encoder as
-exports run it (weights as graph constants, `BertEncoder.inline_weights`)
-as a plain TF graph and as an XLA-compiled function (`jit_compile=True`),
+"""XLA for the served encoder, measured: the real MiniLM-L6 encoder in its
+served form (`BertEncoder.serving_form`, weights as variables, as exports
+run it) as a plain TF graph and as an XLA-compiled function (`jit_compile=True`),
 at batch 1 and batch 32 over the request lengths the exports' buckets
 round to, timed in interleaved rounds in one process. XLA compiles once
 per (batch, length) shape it meets, so lengths are rounded to buckets; the
@@ -39,7 +39,7 @@ def main():
     from bert_tf.models.encoder import BertEncoder
 
     encoder = BertEncoder.from_preset("sample:minilm")
-    encoder.inline_weights()
+    encoder.serving_form()
     encoder.branch_by_rows()  # as fp32 exports run it
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in
             ("input_word_ids", "input_mask", "input_type_ids")}
