@@ -154,7 +154,6 @@ class BertEncoder(keras.Model):
         self.config = config
         self.row_class_bounds = ()
         self.weights_inlined = False
-        self.weights_deferred = False
         self._inlined_functions = {}
 
     def branch_by_rows(self, bounds=ROW_CLASS_BOUNDS):
@@ -268,16 +267,18 @@ class BertEncoder(keras.Model):
             replace_sublayer(owner, attribute, int8)
         return seen
 
-    def inline_weights(self, enabled=True, deferred=False):
+    def inline_weights(self, enabled=True):
         """From now on (until `inline_weights(False)`), traced graphs read
         the encoder's weights as constants of the graph, taken when traced
         (`bert_tf.models.inlined`): no variable reads or hand-offs through
         the chunk loop and the row-class copies per request, oneDNN keeps
         each matmul's weights in its own layout without
         `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS`, and Grappler may fuse each
-        layer norm. For export only: the constants do not follow later
-        training (`bert-tf export` sets it on the model it builds, with
-        `deferred=True`: `bert_tf.models.inlined.with_constant_weights`).
+        layer norm. For graphs traced and run in this process only: the
+        constants do not follow later training, and TensorFlow copies them
+        with each copy of a function library, so exports keep variables
+        (`serving_form`; a loaded BERT-Base export held 18 GB as
+        constants).
 
         Examples:
             >>> import numpy as np
@@ -293,9 +294,6 @@ class BertEncoder(keras.Model):
             >>> encoder.inline_weights(False)
         """
         self.weights_inlined = bool(enabled)
-        # Placeholders that `bert_tf.models.inlined.fill_constants` fills in
-        # the written SavedModel.
-        self.weights_deferred = bool(enabled and deferred)
         self._inlined_functions = {}  # traced anew: the weights may differ
         self.serving_form(enabled)
 
@@ -319,7 +317,7 @@ class BertEncoder(keras.Model):
     def _inlined(self, name, variables, function):
         if name not in self._inlined_functions:
             self._inlined_functions[name] = with_constant_weights(
-                variables, function, self.weights_deferred)
+                variables, function)
         return self._inlined_functions[name]
 
     def call(self, inputs, training=None, mask=None, **kwargs):

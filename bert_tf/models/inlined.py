@@ -7,17 +7,17 @@ a handle, a read, and a hand-off through each loop and branch around it
 and let Grappler treat the weights as constant (oneDNN keeps a matmul's
 reordered weights; layer norms fuse). Keras's stateless scope maps each
 variable to a constant made inside the traced function, so the same
-layers and code run; the constants are stored once in the SavedModel,
-however many graph copies call the function.
+layers and code run. For graphs run in the process that traced them:
+TensorFlow's runtime copies a function's constants with each copy of its
+function library and at each call site it inlines (a loaded BERT-Base
+SavedModel held 18 GB), so exports keep their weights as variables.
 """
-
-import re
 
 import keras
 import tensorflow as tf
 
 
-def with_constant_weights(variables, function, deferred=False):
+def with_constant_weights(variables, function):
     """`function` as a `tf.function` whose traces read `variables` (Keras
     variables) as constants, named by the variables' paths.
 
@@ -25,12 +25,6 @@ def with_constant_weights(variables, function, deferred=False):
         variables: the Keras variables to read as constants.
         function: a function of tensors that reads them (e.g. runs the
             layers that own them).
-        deferred: the constants hold one repeated value, not the weights
-            (a few bytes each, where TensorFlow copies a traced function
-            into the library of every graph that calls it, nested control
-            flow included: a BERT-Base export traced with its weights
-            peaked at 14 GB); `fill_constants` writes the weights into
-            the SavedModel written from the traces. For exports only.
 
     Examples:
         >>> dense = keras.layers.Dense(2)
@@ -46,49 +40,13 @@ def with_constant_weights(variables, function, deferred=False):
     variables = list(variables)
 
     def traced(*args):
-        if deferred:
-            constants = [tf.constant(0, v.dtype, v.shape, name=v.path)
-                         for v in variables]
-        else:
-            with tf.init_scope():  # their values, read eagerly
-                values = [v.numpy() for v in variables]
-            # Named as the variables: the graph reads as the model does.
-            constants = [tf.constant(value, name=v.path)
-                         for v, value in zip(variables, values)]
+        with tf.init_scope():  # their values, read eagerly
+            values = [v.numpy() for v in variables]
+        # Named as the variables: the graph reads as the model does.
+        constants = [tf.constant(value, name=v.path)
+                     for v, value in zip(variables, values)]
         with keras.StatelessScope(state_mapping=list(zip(variables,
                                                          constants))):
             return function(*args)
 
     return tf.function(traced, autograph=False)
-
-
-def fill_constants(saved_model_pb, variables):
-    """Writes the values of `variables` into the constants of their names
-    in the functions of the SavedModel file `saved_model_pb` (traced with
-    `deferred=True`). Returns how many constants it filled."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    values = {v.path: v for v in variables}
-    renamed = re.compile("^(" + "|".join(map(re.escape, values)) + ")_[0-9]+$")
-    saved = saved_model_pb2.SavedModel()
-    with tf.io.gfile.GFile(saved_model_pb, "rb") as f:  # any file system
-        saved.ParseFromString(f.read())
-    filled = 0
-    for meta_graph in saved.meta_graphs:
-        for function in meta_graph.graph_def.library.function:
-            for node in function.node_def:
-                if node.op != "Const":
-                    continue
-                if node.name in values:
-                    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(
-                        values[node.name].numpy()))
-                    filled += 1
-                elif values and renamed.match(node.name):
-                    raise ValueError(
-                        f"{saved_model_pb}: constant {node.name} was renamed "
-                        "while traced, so its weights cannot be filled in.")
-    # Removed first: not every file system truncates on "wb" (ram://).
-    tf.io.gfile.remove(saved_model_pb)
-    with tf.io.gfile.GFile(saved_model_pb, "wb") as f:
-        f.write(saved.SerializeToString())
-    return filled

@@ -110,13 +110,6 @@ def limited(function, max_input_chars, max_batch_chars):
     return tf.function(checked, input_signature=specs, autograph=False)
 
 
-def limited_signatures(signatures, max_input_chars, max_batch_chars):
-    """{name: `limited` function} of a module's signatures (the limits as
-    `export_fields` checked them)."""
-    return {name: limited(function, max_input_chars, max_batch_chars)
-            for name, function in signatures.items()}
-
-
 def limit_module(module, signatures, max_input_chars, max_batch_chars):
     """Puts each of `module`'s own functions that takes text behind the
     limits (`limited`), as its signatures are: a SavedModel loaded in
