@@ -39,6 +39,7 @@ _EXPORTS = {
     "read_vocab": "bert_tf.text.vocab",
     "load_task": "bert_tf.tasks.classification.data",
     "load_data": "bert_tf.tasks",
+    "load_finetuned": "bert_tf.tasks",
     "export_keras_model": "bert_tf.serving.export",
     "FeatureExtractor": "bert_tf.tasks.embeddings.extract",
     "SentenceEmbedder": "bert_tf.tasks.embeddings.extract",

@@ -38,6 +38,10 @@ class Init:
     vocab_path: GPath
     restore: object  # encoder -> None
     description: str
+    # (the init's task spec, a function returning its task model) when it
+    # is a fine-tuned model (a run, an HF task checkpoint): its head goes
+    # on training where the task has the same kind and labels.
+    task: tuple = None
 
 
 def resolve_init(cfg):
@@ -64,8 +68,10 @@ def resolve_init(cfg):
         return Init(encoder_config, vocab,
                     lambda encoder: checkpoints.assign_weights(
                         weights, encoder, source=rest),
-                    f"{source} checkpoint {rest}")
+                    f"{source} checkpoint {rest}", _hf_task(source, rest))
     path = GPath(init).expanduser()
+    if _is_run(path):
+        return _run_init(path, vocab)
     if path.is_dir() and (path / checkpoints.CONFIG_FILE).is_file():
         encoder_config, found_vocab, prefix = checkpoints.checkpoint_files(
             path)
@@ -80,6 +86,58 @@ def resolve_init(cfg):
     return Init(encoder_config, vocab,
                 lambda encoder: checkpoints.restore_model(prefix, encoder),
                 f"bert_tf checkpoint {prefix}")
+
+
+def _hf_task(source, path):
+    """`Init.task` of an HF checkpoint with a task head, else None."""
+    from bert_tf.tasks import hf_runs
+    if source != "hf" or not hf_runs.is_task_checkpoint(path):
+        return None
+    task, model, _ = hf_runs.from_hf(path, log=lambda line: None)
+    return task.spec, lambda: model
+
+
+def _is_run(path):
+    return any((d / SPEC_FILE).is_file() for d in (path, path / "best"))
+
+
+def _run_init(path, vocab):
+    """The `Init` of a fine-tuning run (or a converted HF task checkpoint):
+    its encoder, and its head to go on training."""
+    best, spec = tasks.read_spec(path)
+    encoder_config = config_lib.from_dict(config_lib.EncoderConfig,
+                                          spec.encoder, "encoder")
+    prefix = best / checkpoints.WEIGHTS_PREFIX
+    return Init(encoder_config, vocab or best / checkpoints.VOCAB_FILE,
+                lambda encoder: checkpoints.restore_model(prefix, encoder),
+                f"{spec.kind} run {best}",
+                (spec, lambda: tasks.load_finetuned(path)[1]))
+
+
+def continue_head(init, task, model, log=print):
+    """Puts the head of `init` (a fine-tuned model) on `model` where its
+    kind and labels are the task's; says which head trains."""
+    if init.task is None:
+        return
+    spec, load_model = init.task
+    labels = getattr(spec, "labels", None), getattr(task.spec, "labels",
+                                                     None)
+    if spec.kind != task.kind or labels[0] != labels[1]:
+        log(f"a new {task.kind} head: {init.description} is "
+            f"{spec.kind}" + (f" with labels {labels[0]}, the data has "
+                              f"{labels[1]}" if spec.kind == task.kind
+                              else ""))
+        return
+    weights = load_model().head.get_weights()
+    try:
+        model.head.set_weights(weights)
+    except ValueError:
+        raise ValueError(
+            f"init = {init.description}: its {spec.kind} head differs from "
+            "this task's (set the task's fields as in its task.yaml, e.g. "
+            f"pooling: {getattr(spec, 'pooling', '')}).") from None
+    log(f"the head of {init.description} goes on training "
+        f"({', '.join(map(str, labels[0] or []))})")
 
 
 def task_of(cfg):
@@ -247,6 +305,7 @@ class _Run:
         self.init.restore(encoder)
         encoder.freeze(self.cfg.freeze_layers)
         model = self.task.build_model(encoder)
+        continue_head(self.init, self.task, model, self.log)
         self.task.compile(model)
         return self.variant.wrap(model) if self.variant else model
 

@@ -19,6 +19,8 @@ from pathlib import Path
 SCHEME = "hf://"
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 OPTIONAL = ("tokenizer_config.json",)
+# How long a request to the Hub waits for an answer before it gives up.
+CONNECT_SECONDS = 5
 
 
 class HubError(FileNotFoundError):
@@ -80,12 +82,16 @@ def _fetch(repo, name, revision, where, log, required):
         return cached
     if cached is not None and not required:  # cached as absent
         return None
+    if name == "config.json":  # said at once: the network may be slow
+        log(f"fetching {repo} from {_endpoint()} into {cache_dir()} "
+            "(HF_HUB_OFFLINE=1 reads the cache only)")
     try:
         # HF_ENDPOINT read now, not when huggingface_hub was imported; its
         # retry warnings off (the error below says it in one line).
         with _quiet_hub_logger():
             path = hf_hub_download(repo, name, revision=revision,
-                                   endpoint=os.environ.get("HF_ENDPOINT"))
+                                   endpoint=os.environ.get("HF_ENDPOINT"),
+                                   etag_timeout=CONNECT_SECONDS)
     except errors.EntryNotFoundError as e:
         if isinstance(e, errors.LocalEntryNotFoundError):
             raise HubError(_offline_message(where, name)) from None
@@ -122,11 +128,18 @@ def _quiet_hub_logger():
         logger.setLevel(level)
 
 
+def _endpoint():
+    from huggingface_hub import constants
+    return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
+
+
 def _offline_message(where, name):
     from huggingface_hub import constants
-    endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
-    reason = ("offline mode (HF_HUB_OFFLINE) is on" if constants.HF_HUB_OFFLINE
-              else f"{endpoint} could not be reached")
+    if constants.HF_HUB_OFFLINE:
+        reason = "offline mode (HF_HUB_OFFLINE=1) is on"
+    else:
+        reason = (f"{_endpoint()} could not be reached (set "
+                  "HF_HUB_OFFLINE=1 to read the cache only, at once)")
     return (f"{where}: {name} is not in the cache and {reason}; fetch it "
             "once with a network.")
 

@@ -72,10 +72,15 @@ def test_download_then_cache_hit(hf_env):
             (FAMILIES / "bert_cased" / name).read_bytes()
     assert len(hf_env.gets("model.safetensors")) == 1
     assert any("Fetched model.safetensors" in line for line in lines)
+    # Said before the network is asked anything.
+    assert lines[0].startswith("fetching acme/tiny-bert from http") and \
+        "HF_HUB_OFFLINE=1" in lines[0]
     hf_env.requests.clear()
+    lines.clear()
     assert sources.resolve("hf://acme/tiny-bert", log=lines.append) == \
         resolved
     assert hf_env.requests == []  # the cache answers, no network
+    assert not any("fetching" in line for line in lines)
 
 
 def test_revision_is_pinned_and_a_missing_one_named(hf_env):
@@ -97,6 +102,16 @@ def test_offline_mode_reads_the_cache_only(hf_env, monkeypatch):
     with pytest.raises(hub.HubError, match="offline mode"):
         sources.resolve("hf://google/electra-small-discriminator")
     assert hf_env.requests == []
+
+
+def test_an_unreachable_hub_is_one_line_that_names_offline_mode(
+        hf_env, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing there
+    with pytest.raises(hub.HubError) as error:
+        sources.resolve("hf://acme/never-fetched", log=lambda line: None)
+    message = str(error.value)
+    assert "\n" not in message and "could not be reached" in message
+    assert "HF_HUB_OFFLINE=1" in message
 
 
 def test_token_is_sent(hf_env, monkeypatch):

@@ -34,7 +34,17 @@ def _config(args):
 
 def _convert(args):
     from bert_tf import checkpoints
+    from bert_tf.tasks import hf_runs
 
+    if args.source in (None, "hf") and hf_runs.is_task_checkpoint(
+            args.input):
+        return hf_runs.convert_hf_run(
+            args.input, args.output, vocab_path=args.vocab,
+            labels=hf_runs.read_labels(args.labels) if args.labels else None)
+    if args.labels:
+        raise ValueError("--labels applies to an HF checkpoint whose "
+                         "config.json names a task head; "
+                         f"{args.input} has none.")
     checkpoints.convert(args.source, args.input, args.output, args.vocab)
 
 
@@ -135,6 +145,16 @@ def _finetune(args):
         finetune.run(cfg, dry_run=args.dry_run, fresh=args.fresh)
     else:
         distill.run(cfg, fresh=args.fresh)
+
+
+def _evaluate(args):
+    from bert_tf import tasks
+
+    results = tasks.evaluate_run(args.run, args.set, args.split,
+                                 args.batch_size)
+    print(", ".join(f"{name} {value:.4f}" for name, value in
+                    results.items()) or "no labels in this split: nothing "
+          "to score")
 
 
 def _export(args):

@@ -5,9 +5,9 @@ command's work is in `commands.py`."""
 import argparse
 
 from bert_tf.cli.commands import (_config, _convert, _data_service, _demo,
-                                  _export, _features, _finetune, _pairs,
-                                  _predict, _presets, _pretrain, _samples,
-                                  _vocab, demo_script)
+                                  _evaluate, _export, _features, _finetune,
+                                  _pairs, _predict, _presets, _pretrain,
+                                  _samples, _vocab, demo_script)
 from bert_tf import presets
 from bert_tf.config_io import CHECKPOINT_SOURCES
 from bert_tf.precision import add_precision_arguments
@@ -106,7 +106,8 @@ def _add_model_commands(sub, parser):
 
     p = sub.add_parser(
         "convert", help="import a foreign checkpoint into a bert_tf "
-                        "checkpoint directory")
+                        "checkpoint directory, or a fine-tuned HF "
+                        "checkpoint into a run")
     p.add_argument("--from", dest="source", choices=CHECKPOINT_SOURCES,
                    help="the format of a path given as --input: hf "
                         "(config.json + model.safetensors or "
@@ -120,10 +121,19 @@ def _add_model_commands(sub, parser):
                         "HF_ENDPOINT, HF_HUB_OFFLINE, HF_TOKEN), a preset "
                         "with weights (see `bert-tf presets`) or "
                         "sample:NAME")
-    p.add_argument("--output", required=True, help="directory to write "
-                                                   "config.yaml, vocab.txt, "
-                                                   "model.ckpt.* into")
+    p.add_argument("--output", required=True,
+                   help="directory to write config.yaml, vocab.txt, "
+                        "model.ckpt.* into; for an HF checkpoint whose "
+                        "config.json names a task head (…ForSequence"
+                        "Classification, …ForQuestionAnswering, …ForToken"
+                        "Classification, BertForMultipleChoice), a run "
+                        "(task.yaml with its labels) that `bert-tf export "
+                        "--run`, `predict` and `evaluate` take")
     p.add_argument("--vocab", help="vocab.txt (default: next to the input)")
+    p.add_argument("--labels", metavar="FILE",
+                   help="a task checkpoint's class (or tag) names, one per "
+                        "line in id order, where its config.json's id2label "
+                        "says only LABEL_0, LABEL_1, ...")
     p.epilog = "presets with weights: " + ", ".join(presets.with_weights())
     p.set_defaults(func=_convert)
 
@@ -192,7 +202,8 @@ def _add_data_commands(sub, parser):
 
 
 def _add_training_commands(sub, parser):
-    """pretrain, finetune, distill: the commands that run a config."""
+    """pretrain, finetune, evaluate, distill: the commands that train and
+    score."""
     p = sub.add_parser("pretrain", help="pre-train with a config "
                                         "(strategies, checkpoints, resume)")
     _add_run_arguments(p, "configs/pretrain/sample_cpu.yaml",
@@ -204,6 +215,23 @@ def _add_training_commands(sub, parser):
     _add_run_arguments(p, "configs/finetune/rt_sentiment_minilm.yaml",
                        "epochs=1")
     p.set_defaults(func=_finetune, command="finetune")
+    p = sub.add_parser(
+        "evaluate", help="score a run (or a fine-tuned HF checkpoint) on a "
+                         "split of data with its task's metrics")
+    p.add_argument("--run", required=True,
+                   help="a `bert-tf finetune` model_dir (or its best/), "
+                        "`bert-tf convert`'s run of an HF task checkpoint, "
+                        "or hf://ORG/NAME of one")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="the data, as keys of the run's task.yaml "
+                        "(repeatable): e.g. name=sample:rt_sentiment, or "
+                        "name=local train_file=T validation_file=V "
+                        "test_file=F; default: the run's own data")
+    p.add_argument("--split", default="test",
+                   choices=("train", "validation", "test"))
+    p.add_argument("--batch-size", type=int, default=32,
+                   help="examples per batch (default 32)")
+    p.set_defaults(func=_evaluate)
     p = sub.add_parser("distill", help="train a smaller student on a "
                                        "fine-tuned teacher's outputs")
     _add_run_arguments(p, "configs/distill/rt_sentiment_minilm_l3.yaml",

@@ -3,9 +3,14 @@
 BERT (`bert.`), ELECTRA (`electra.`, with its discriminator head) and
 DistilBERT (`distilbert.`) share our encoder; DistilBERT's and ELECTRA's
 names are first spelled as BERT's (`_BERT_SPELLING`), then one table maps
-them onto the canonical names.
+them onto the canonical names. The family prefix is optional: a base
+model's `save_pretrained` (`BertModel`, `DistilBertModel`, ...) writes
+none. A task head's weights (`classifier.`, `qa_outputs.`, ...) are read
+by the task kind that takes the head (`bert_tf.tasks.hf_runs`), from
+`read_hf_files`.
 """
 
+import json
 import re
 
 import numpy as np
@@ -56,7 +61,7 @@ _HF_RULES = [(re.compile(pattern), target, transpose) for pattern, target,
      False),
 ]]
 # DistilBERT's and ELECTRA's names in BERT's spelling.
-_LAYER = r"distilbert\.transformer\.layer\.(\d+)\."
+_LAYER = r"^(?:distilbert\.)?transformer\.layer\.(\d+)\."
 _BERT_SPELLING = [(re.compile(pattern), target) for pattern, target in [
     (_LAYER + r"attention\.q_lin\.", r"bert.encoder.layer.\1.attention.self.query."),
     (_LAYER + r"attention\.k_lin\.", r"bert.encoder.layer.\1.attention.self.key."),
@@ -68,7 +73,7 @@ _BERT_SPELLING = [(re.compile(pattern), target) for pattern, target in [
     (_LAYER + r"ffn\.lin1\.", r"bert.encoder.layer.\1.intermediate.dense."),
     (_LAYER + r"ffn\.lin2\.", r"bert.encoder.layer.\1.output.dense."),
     (_LAYER + r"output_layer_norm\.", r"bert.encoder.layer.\1.output.LayerNorm."),
-    (r"^distilbert\.embeddings\.", "bert.embeddings."),
+    (r"^(?:distilbert\.)?embeddings\.", "bert.embeddings."),
     (r"^vocab_transform\.", "cls.predictions.transform.dense."),
     (r"^vocab_layer_norm\.", "cls.predictions.transform.LayerNorm."),
     (r"^vocab_projector\.bias$", "cls.predictions.bias"),
@@ -113,29 +118,69 @@ def bert_spelling(name):
     return name
 
 
-def read_hf(path):
-    """Reads HF weights of the BERT family: `BertModel`,
-    `BertForPreTraining`, `BertForMaskedLM` (any model with a `bert.`
-    trunk), `ElectraModel` / `ElectraForPreTraining` (the discriminator,
-    its head included) and `DistilBertModel` / `DistilBertForMaskedLM`.
+# In the order they are preferred; `tf_model.h5` is what HF's TensorFlow
+# classes (`TFBertForSequenceClassification`, ...) saved.
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5")
 
-    Args:
-        path: a directory with `config.json` and `model.safetensors` or
-            `pytorch_model.bin`, or one of those weight files.
 
-    Returns:
-        (EncoderConfig, canonical weights dict, list of ignored names).
+def read_tf_h5(path):
+    """{PyTorch-style name: array} of an HF TensorFlow `tf_model.h5`: its
+    names (`bert/tf_bert_for_sequence_classification/bert/encoder/
+    layer_._0/attention/self/query/kernel:0`) as PyTorch spells them
+    (`bert.encoder.layer.0.attention.self.query.weight`, the kernel
+    transposed), so that one table maps both.
+
+    Examples:
+        >>> _torch_name("classifier/tf_bert_for_sequence_classification/"
+        ...             "classifier/kernel:0")
+        ('classifier.weight', True)
     """
+    import h5py
+
+    tensors = {}
+    try:
+        with h5py.File(str(path), "r") as weights:
+            def keep(name, item):
+                if isinstance(item, h5py.Dataset):
+                    torch_name, transpose = _torch_name(name)
+                    value = np.asarray(item)
+                    tensors[torch_name] = value.T if transpose else value
+            weights.visititems(keep)
+    except OSError as e:
+        raise ValueError(f"{path} is not a readable HDF5 weights file: "
+                         f"{e}") from None
+    return tensors
+
+
+def _torch_name(h5_name):
+    """(PyTorch-style name, transpose?) of a `tf_model.h5` dataset."""
+    parts = h5_name.split(":")[0].split("/")[2:]  # after layer and scope
+    name = re.sub(r"layer_\._(\d+)", r"layer.\1", ".".join(parts))
+    if name.endswith(".kernel"):
+        return name[:-len("kernel")] + "weight", True
+    return re.sub(r"(position|token_type)_embeddings\.embeddings$",
+                  r"\1_embeddings.weight", name), False
+
+
+def read_hf_files(path):
+    """(directory, config.json as a dict, {name: numpy array}) of an HF
+    checkpoint: a directory with `config.json` and `model.safetensors` or
+    `pytorch_model.bin`, or one of those weight files."""
     path = GPath(path)
     if not path.exists():
         raise FileNotFoundError(f"HF checkpoint {path} does not exist.")
     directory = path if path.is_dir() else path.parent
     weights_file = path if path.is_file() else find_file(
-        directory, ("model.safetensors", "pytorch_model.bin"),
-        "HF weights file")
-    config = encoder_config_from_json(
-        find_file(directory, ("config.json",), "HF config.json"), "hf")
-    if weights_file.suffix == ".safetensors":
+        directory, WEIGHT_FILES, "HF weights file")
+    config_file = find_file(directory, ("config.json",), "HF config.json")
+    try:
+        raw_config = json.loads(config_file.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"Config file {config_file} is not valid JSON: "
+                         f"{e}") from None
+    if weights_file.suffix == ".h5":
+        tensors = read_tf_h5(weights_file)
+    elif weights_file.suffix == ".safetensors":
         from safetensors.numpy import load, load_file
         try:
             tensors = (load(weights_file.read_bytes())
@@ -147,6 +192,53 @@ def read_hf(path):
             ) from None
     else:
         tensors = read_torch_state_dict(weights_file)
+    return directory, raw_config, tensors
+
+
+def hf_labels(hf_config):
+    """The class names of an HF task config in id order, from `id2label`
+    (keys "0", "1", ...; `LABEL_i` where one is missing).
+
+    Examples:
+        >>> hf_labels({"id2label": {"1": "pos", "0": "neg"}, "num_labels": 2})
+        ['neg', 'pos']
+    """
+    id2label = hf_config.get("id2label") or {}
+    count = int(hf_config.get("num_labels", len(id2label) or 2))
+    return [str(id2label.get(str(i), id2label.get(i, f"LABEL_{i}")))
+            for i in range(count)]
+
+
+def linear(tensors, name, where):
+    """(kernel, bias) of the torch `Linear` `name` in `tensors`, as a Keras
+    `Dense` holds them (the kernel transposed); a missing one is an error
+    naming it and `where` (the checkpoint)."""
+    missing = [f"{name}.{part}" for part in ("weight", "bias")
+               if f"{name}.{part}" not in tensors]
+    if missing:
+        raise ValueError(f"{where} has no {' or '.join(missing)}: its "
+                         "config.json names a head these weights lack.")
+    return (np.asarray(tensors[f"{name}.weight"], np.float32).T,
+            np.asarray(tensors[f"{name}.bias"], np.float32))
+
+
+def read_hf(path):
+    """Reads HF weights of the BERT family: `BertModel`,
+    `BertForPreTraining`, `BertForMaskedLM` (any model with a `bert.`
+    trunk or none), `ElectraModel` / `ElectraForPreTraining` (the
+    discriminator, its head included) and `DistilBertModel` /
+    `DistilBertForMaskedLM`.
+
+    Args:
+        path: a directory with `config.json` and `model.safetensors` or
+            `pytorch_model.bin`, or one of those weight files.
+
+    Returns:
+        (EncoderConfig, canonical weights dict, list of ignored names).
+    """
+    directory, _, tensors = read_hf_files(path)
+    config = encoder_config_from_json(
+        find_file(directory, ("config.json",), "HF config.json"), "hf")
     weights, ignored = {}, []
     for name, value in tensors.items():
         mapped = hf_name_to_canonical(name)

@@ -99,38 +99,59 @@ class MaskedLMHead(ConfigLayer):
 @keras.saving.register_keras_serializable(package="bert_tf")
 class ClassificationHead(ConfigLayer):
     """Dropout + dense on a pooled vector: K-way logits (K=1: regression).
+    With `hidden_activation`, a dense layer of the vector's own width and
+    that activation comes first (DistilBERT's `pre_classifier` + ReLU,
+    ELECTRA's `classifier.dense` + GELU, on the first token's vector).
 
     Args:
         num_classes: number of outputs.
         dropout: dropout rate before the dense layer.
         initializer_range: stddev of the truncated-normal kernel initializer.
+        hidden_activation: None, or an `EncoderConfig.hidden_act` name
+            (`relu`, `gelu_exact`, `gelu`) for the layer before.
 
     Examples:
         >>> import numpy as np
         >>> pooled = np.random.rand(4, 8).astype("float32")
         >>> tuple(ClassificationHead(3)(pooled).shape)
         (4, 3)
+        >>> head = ClassificationHead(3, hidden_activation="relu")
+        >>> tuple(head(pooled).shape), tuple(head.hidden.kernel.shape)
+        ((4, 3), (8, 8))
     """
 
-    CONFIG_ARGS = ("num_classes", "dropout", "initializer_range")
+    CONFIG_ARGS = ("num_classes", "dropout", "initializer_range",
+                   "hidden_activation")
 
     def __init__(self, num_classes, dropout=0.1, initializer_range=0.02,
-                 **kwargs):
+                 hidden_activation=None, **kwargs):
         super().__init__(**kwargs)
         # === Config ===
         self.keep_config(locals())
 
         # === Layers ===
+        self.hidden = None
+        if hidden_activation:
+            self.hidden_function = activation(hidden_activation)
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.dense = keras.layers.Dense(
             num_classes, kernel_initializer=truncated_normal(
                 initializer_range), dtype=self.dtype_policy, name="dense")
 
     def build(self, input_shape):
+        if self.hidden_activation:
+            # Its width is the input's, known only here.
+            self.hidden = keras.layers.Dense(
+                input_shape[-1], activation=self.hidden_function,
+                kernel_initializer=truncated_normal(self.initializer_range),
+                dtype=self.dtype_policy, name="hidden")
+            self.hidden.build(input_shape)
         self.dense.build(input_shape)
         self.built = True
 
     def call(self, pooled_output, training=None):
+        if self.hidden is not None:
+            pooled_output = self.hidden(pooled_output)
         return ops.cast(
             self.dense(self.dropout(pooled_output, training=training)),
             "float32")
@@ -141,7 +162,6 @@ class ClassificationHead(ConfigLayer):
             dtype="float32")
 
 
-@keras.saving.register_keras_serializable(package="bert_tf")
 class MaskedMeanPool(keras.layers.Layer):
     """The mean of a sequence's vectors over its real (mask 1) positions.
 

@@ -68,20 +68,30 @@ class TaskModel(keras.Model):
         dict it returns for the feature dict `inputs`): what calling the
         model computes, for a caller that also reads the encoder's hidden
         states (distillation)."""
+        return self.head(self.features(encoder_outputs, inputs),
+                         training=training)
+
+    def features(self, encoder_outputs, inputs):
+        """What the head reads: the encoder output named `encoder_output`,
+        `mean_pooled` (the mean over real tokens) or `first_token` (the
+        final hidden state of `[CLS]`, without the pooler)."""
         if self.feature_pool is not None:
-            features = self.feature_pool(encoder_outputs["sequence_output"],
-                                         inputs["input_mask"])
-        else:
-            features = encoder_outputs[self.encoder_output]
-        return self.head(features, training=training)
+            return self.feature_pool(encoder_outputs["sequence_output"],
+                                     inputs["input_mask"])
+        if self.encoder_output == "first_token":
+            return encoder_outputs["sequence_output"][:, 0, :]
+        return encoder_outputs[self.encoder_output]
 
     def _build_dense(self, encoder, count_arg, count, dropout,
-                     encoder_output, **kwargs):
+                     encoder_output, hidden_activation=None, **kwargs):
         """`_build` with dropout + a dense layer of `count` outputs (the
-        constructor argument `count_arg`) as the head."""
+        constructor argument `count_arg`) as the head (after a dense layer
+        with `hidden_activation`, if given: `ClassificationHead`)."""
         if count < 1:
             raise ValueError(f"{count_arg} = {count}: must be >= 1.")
-        head = ClassificationHead(count, dropout, **self._head_args(encoder))
+        head = ClassificationHead(count, dropout,
+                                  hidden_activation=hidden_activation,
+                                  **self._head_args(encoder))
         self._build(encoder, head, encoder_output, **kwargs)
         # === Config ===
         setattr(self, count_arg, count)

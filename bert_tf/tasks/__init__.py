@@ -55,20 +55,59 @@ def load_data(task):
 
 
 def load_finetuned(directory, dtype=None):
-    """(task, model, vocab, best directory) of a `bert-tf finetune` run.
+    """(task, model, vocab, best directory) of a `bert-tf finetune` run,
+    or of a fine-tuned HF checkpoint (a directory, `hf:PATH` or
+    `hf://ORG/NAME[@REV]` whose config.json names a task head:
+    `bert_tf.tasks.hf_runs`), with its labels.
 
     Examples:
         >>> task, model, vocab, best = load_finetuned(example_files.finetuned())
         >>> task.kind, best.name
         ('classification', 'best')
     """
+    from bert_tf.tasks import hf_runs
+
+    if hf_runs.is_task_checkpoint(directory):
+        task, model, vocab = hf_runs.from_hf(directory, dtype=dtype)
+        return task, model, vocab, hf_runs.hf_directory(directory)
     best, spec = read_spec(directory)
     task = get_task_class(spec.kind)(spec)
     model, vocab = restore_finetuned(task, best, dtype=dtype)
     return task, model, vocab, best
 
 
-__all__ = ["DEFAULT_KIND", "available_kinds", "fine_tuned_kinds",
-           "get_config_class", "get_export_class", "get_kind",
-           "get_task_class", "kind_of_model", "load_data", "load_finetuned",
-           "read_spec", "task_config_of"]
+def evaluate_run(directory, overrides=(), split="test", batch_size=32,
+                 log=print):
+    """{metric: value} of a run (or a fine-tuned HF checkpoint:
+    `load_finetuned`) on `split` of its data, through the same
+    post-processing as its serving signature.
+
+    Args:
+        directory: the run.
+        overrides: `key=value` strings over the run's `task.yaml` that name
+            other data (`name=sample:rt_sentiment`, `name=local`,
+            `test_file=PATH`, ...); the labels stay the run's.
+        split: `train`, `validation` or `test`.
+        batch_size: examples per batch.
+        log: where the line naming the data goes.
+    """
+    from bert_tf import config as config_lib
+    from bert_tf.config_io import apply_overrides
+
+    task, model, vocab, _ = load_finetuned(directory)
+    fields = apply_overrides(config_lib.to_dict(task.spec), overrides)
+    spec = config_lib.from_dict(type(task.spec), fields, "task")
+    spec.validate("task")
+    task = type(task)(spec)
+    data = task.load_data(spec)
+    if split not in data.splits:
+        raise ValueError(f"{spec.name} has no {split} split; it has "
+                         f"{', '.join(sorted(data.splits))} (--split).")
+    log(f"{task.kind} run {directory} on {spec.name} ({split})")
+    return task.evaluate(model, data, split, vocab, batch_size)
+
+
+__all__ = ["DEFAULT_KIND", "available_kinds", "evaluate_run",
+           "fine_tuned_kinds", "get_config_class", "get_export_class",
+           "get_kind", "get_task_class", "kind_of_model", "load_data",
+           "load_finetuned", "read_spec", "task_config_of"]

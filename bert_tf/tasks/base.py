@@ -230,6 +230,9 @@ class Task(TransferHooks, ExportKind):
     kind = ""
     # The Keras task model class `build_model` returns.
     model_class = None
+    # The kind's `hf_head.py` (ARCHITECTURES, spec_fields, assign): which
+    # fine-tuned HF heads become runs of this kind (`tasks/hf_runs.py`).
+    hf_head = None
 
     def __init__(self, spec):
         """`spec`: the kind's typed config (`get_config_class(kind)`), or a

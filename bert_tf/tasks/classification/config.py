@@ -8,7 +8,7 @@ from bert_tf.tasks.base import register_config
 from bert_tf.tasks.classification.long_document import WINDOW_POOLINGS
 from bert_tf.tasks.task_config import TaskConfig
 
-POOLINGS = ("cls", "mean")
+POOLINGS = ("cls", "mean", "cls_relu", "cls_gelu")
 
 
 @register_config
@@ -27,7 +27,10 @@ class ClassificationConfig(TaskConfig):
         pooling: what the head reads: `cls` (the pooled `[CLS]`, as in the
             paper) or `mean` (the mean of the final hidden states of the
             real tokens, what sentence-embedding models such as
-            all-MiniLM-L6-v2 were trained to make).
+            all-MiniLM-L6-v2 were trained to make); `cls_relu` and
+            `cls_gelu`: the final hidden state of `[CLS]` through a dense
+            layer + ReLU or GELU (the heads of DistilBERT's and ELECTRA's
+            sequence classifiers, which `bert-tf convert` brings in).
         long_document: texts longer than `seq_length` are cut into
             windows of `seq_length` pieces, each window is classified and
             the window logits are pooled (`window_pooling`); training uses

@@ -23,8 +23,11 @@ class BertClassifier(TaskModel):
         encoder: a `BertEncoder`.
         num_classes: number of classes (1: regression).
         dropout: dropout rate before the output layer.
-        pooling: `cls`, the pooled `[CLS]` output (the paper), or `mean`,
-            the mean of the final hidden states of the real tokens.
+        pooling: `cls`, the pooled `[CLS]` output (the paper); `mean`,
+            the mean of the final hidden states of the real tokens; or
+            `cls_relu` / `cls_gelu`, the final hidden state of `[CLS]`
+            through a dense layer of the head's own and ReLU (DistilBERT's
+            classifier) or exact GELU (ELECTRA's).
         window_pooling: for documents longer than the model (see
             `long_document.py`): inputs that carry `window_document` are
             windows, and their logits are pooled per document by `mean`,
@@ -48,7 +51,9 @@ class BertClassifier(TaskModel):
 
     CHECKPOINT_ROOT = "classifier"
     CONFIG_ARGS = ("num_classes", "dropout", "pooling", "window_pooling")
-    POOLED = {"cls": "pooled_output", "mean": "mean_pooled"}
+    POOLED = {"cls": "pooled_output", "mean": "mean_pooled",
+              "cls_relu": "first_token", "cls_gelu": "first_token"}
+    HIDDEN_ACTIVATIONS = {"cls_relu": "relu", "cls_gelu": "gelu_exact"}
 
     def __init__(self, encoder, num_classes, dropout=0.1, pooling="cls",
                  window_pooling=None, **kwargs):
@@ -59,7 +64,8 @@ class BertClassifier(TaskModel):
             raise ValueError(f"window_pooling = {window_pooling!r}: must be "
                              f"one of {', '.join(WINDOW_POOLINGS)}.")
         self._build_dense(encoder, "num_classes", num_classes, dropout,
-                          self.POOLED[pooling], **kwargs)
+                          self.POOLED[pooling],
+                          self.HIDDEN_ACTIVATIONS.get(pooling), **kwargs)
         self.pooling = pooling
         self.window_pooling = window_pooling
         self.window_scorer = None
@@ -104,7 +110,7 @@ class BertClassifier(TaskModel):
             features = self.window_mean(encoder_outputs["sequence_output"],
                                         inputs["input_mask"])
         else:
-            features = encoder_outputs["pooled_output"]
+            features = self.features(encoder_outputs, inputs)
         outputs = {"logits": self.head(features, training=training)}
         if self.window_scorer is not None:
             outputs["scores"] = self.window_scorer(features)[:, 0]

@@ -19,6 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import bert_tf.tasks.classification.hf_head as hf_head
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
                                 read_spec, register, restore_finetuned,
                                 run_spec, same_batch, string_batch)
@@ -86,6 +87,7 @@ class Classification(Task):
     kind = "classification"
     config_class = ClassificationConfig
     model_class = BertClassifier
+    hf_head = hf_head
     tflite_outputs = ("probabilities", "label", "score")
     predict_help = ('the label of each text (or text pair: "A<TAB>B"), '
                     'with its probability; a score for regression')

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import bert_tf.tasks.multiple_choice.hf_head as hf_head
 from bert_tf.models.chunked import map_in_chunks
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 string_batch)
@@ -76,6 +77,7 @@ class MultipleChoice(Task):
     kind = "multiple_choice"
     config_class = MultipleChoiceConfig
     model_class = BertMultipleChoice
+    hf_head = hf_head
     tflite_outputs = ("choice",)
     predict_help = (
         "which choice follows the context, with each choice's "

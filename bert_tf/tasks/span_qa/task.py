@@ -25,6 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import bert_tf.tasks.span_qa.hf_head as hf_head
 from bert_tf.models.chunked import map_in_chunks
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.storage import GPath
@@ -52,6 +53,7 @@ class SpanQA(Task):
     kind = "span_qa"
     config_class = SpanQAConfig
     model_class = BertSpanLabeler
+    hf_head = hf_head
     tflite_outputs = ("answer",)
     predict_help = (
         'the answer span of a question in its context, with its score '

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import bert_tf.tasks.tagging.hf_head as hf_head
 from bert_tf.samples import readers
 from bert_tf.models.chunked import map_in_chunks
 from bert_tf.models.encoder import INPUT_NAMES
@@ -48,6 +49,7 @@ class Tagging(Task):
     kind = "tagging"
     config_class = TaggingConfig
     model_class = BertTokenClassifier
+    hf_head = hf_head
     tflite_outputs = ("type",)
     predict_help = (
         'the entities of each text: type, text, code-point offsets and '

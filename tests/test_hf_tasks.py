@@ -1,0 +1,290 @@
+"""Fine-tuned HF checkpoints in as runs (`bert_tf.tasks.hf_runs`): parity
+with HF's pipelines on raw text.
+
+The fixtures (`tests/fixtures/hf_tasks/`, written by transformers with
+`scripts/make_hf_task_fixtures.py`) are tiny and random in every weight,
+layer norms included; `expected.json` holds what HF's pipelines answered
+on them, so these tests need no torch.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the exports tokenize)
+
+import bert_tf
+from bert_tf.cli import commands
+from bert_tf.serving.export import export_model
+from bert_tf.tasks import hf_runs
+from bert_tf.text.preprocessor import BertPreprocessor
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf_tasks"
+
+
+def expected(name):
+    return json.loads((FIXTURES / name / "expected.json").read_text())
+
+
+def exported(name, tmp_path):
+    run = tmp_path / f"{name}_run"
+    hf_runs.convert_hf_run(FIXTURES / name, run, log=lambda line: None)
+    out = tmp_path / "export" / name / "1"
+    export_model(run, out, log=lambda line: None)
+    return tf.saved_model.load(str(out)).signatures["serving_default"]
+
+
+@pytest.mark.parametrize("name", ["bert_classifier", "electra_classifier"])
+def test_a_classifier_in_process_gives_the_pipelines_probabilities(name):
+    task, model, vocab, _ = bert_tf.load_finetuned(FIXTURES / name)
+    want = expected(name)
+    inputs = BertPreprocessor(vocab, task.spec.seq_length,
+                              lower_case=task.spec.lower_case)(
+        tf.constant(want["texts"]))
+    probabilities = tf.nn.softmax(model(inputs, training=False)).numpy()
+    for row, scores in zip(probabilities, want["predictions"]):
+        assert list(scores) and set(scores) == set(task.spec.labels)
+        np.testing.assert_allclose(
+            row, [scores[label] for label in task.spec.labels], atol=1e-4)
+
+
+def test_the_distilbert_classifier_export_answers_as_the_pipeline(tmp_path):
+    serve = exported("distilbert_classifier", tmp_path)
+    want = expected("distilbert_classifier")
+    out = serve(text=tf.constant(want["texts"]))
+    labels = ["negative", "positive"]
+    for i, scores in enumerate(want["predictions"]):
+        np.testing.assert_allclose(out["probabilities"].numpy()[i],
+                                   [scores[k] for k in labels], atol=1e-4)
+        assert out["label"].numpy()[i].decode() == max(scores,
+                                                       key=scores.get)
+
+
+def test_the_qa_export_answers_with_the_pipelines_best_span(tmp_path):
+    """Ours is the best single span (the paper's and run_squad.py's rule).
+    HF's pipeline (transformers 4.57) then adds up the scores of spans
+    with the same text and may answer another: its second answer here is
+    "the", which occurs twice, against the best span "the film was long
+    and dull , the city was new". The fixture keeps both."""
+    serve = exported("bert_qa", tmp_path)
+    answers = expected("bert_qa")["answers"]
+    same_text_rule = 0
+    for want in answers:
+        out = serve(question=tf.constant([want["question"]]),
+                    context=tf.constant([want["context"]]))
+        got = (out["answer"].numpy()[0].decode(), int(out["start"][0]),
+               int(out["end"][0]))
+        best = want["best_span"]
+        assert got == (best["answer"], best["start"], best["end"])
+        if got == (want["answer"], want["start"], want["end"]):
+            continue
+        same_text_rule += 1
+        assert want["context"].count(want["answer"]) > 1
+    assert same_text_rule == 1
+
+
+def test_the_ner_export_gives_the_pipelines_entities_and_tags(tmp_path):
+    serve = exported("bert_ner", tmp_path)
+    want = expected("bert_ner")
+    out = serve(text=tf.constant(want["texts"]))
+    for i, entities in enumerate(want["entities"]):
+        count = int(out["count"][i])
+        got = [(out["type"][i, j].numpy().decode(),
+                out["text"][i, j].numpy().decode(), int(out["start"][i, j]),
+                int(out["end"][i, j])) for j in range(count)]
+        assert got == [(e["entity_group"], e["word"], e["start"], e["end"])
+                       for e in entities]
+    _, model, vocab, _ = bert_tf.load_finetuned(FIXTURES / "bert_ner")
+    assert model.head.dense.kernel.shape[-1] == 5
+
+
+def test_a_headless_distilbert_model_imports_exactly():
+    want = expected("distilbert_model")
+    encoder = bert_tf.load_encoder(f"hf:{FIXTURES / 'distilbert_model'}")
+    vocab = bert_tf.read_vocab(FIXTURES / "distilbert_model" / "vocab.txt")
+    inputs = BertPreprocessor(vocab, 16, lower_case=True)(
+        tf.constant(want["texts"]))
+    hidden = encoder.encoder(inputs)["sequence_output"].numpy()
+    target = np.array(want["last_hidden_state"])
+    mask = np.array(want["attention_mask"], bool)
+    length = target.shape[1]
+    np.testing.assert_allclose(hidden[:, :length][mask], target[mask],
+                               atol=1e-4)
+
+
+def test_the_run_carries_the_labels_case_and_head(tmp_path):
+    written = hf_runs.convert_hf_run(FIXTURES / "electra_classifier",
+                                     tmp_path / "run", log=lambda l: None)
+    assert {p.name for p in written} >= {"task.yaml", "vocab.txt",
+                                         "model.ckpt.index"}
+    task, model, _, _ = bert_tf.load_finetuned(tmp_path / "run")
+    assert (task.kind, task.spec.labels, task.spec.pooling,
+            task.spec.lower_case) == ("classification",
+                                      ["negative", "positive"], "cls_gelu",
+                                      True)
+    assert model.head.hidden is not None
+
+
+def test_what_cannot_convert_is_one_clear_line(tmp_path):
+    source = FIXTURES / "bert_ner"
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    for path in source.iterdir():
+        (odd / path.name).write_bytes(path.read_bytes())
+    config = json.loads((odd / "config.json").read_text())
+    config["id2label"] = {"0": "O", "1": "PERSON", "2": "B-LOC",
+                          "3": "I-LOC", "4": "X"}
+    (odd / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="tags must be BIO.*PERSON, X"):
+        hf_runs.from_hf(odd)
+    settings = json.loads((odd / "tokenizer_config.json").read_text())
+    settings["do_lower_case"] = False
+    (odd / "tokenizer_config.json").write_text(json.dumps(settings))
+    config["id2label"] = {str(i): t for i, t in enumerate(
+        ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])}
+    (odd / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="do_lower_case = False, but .* "
+                                         "is uncased"):
+        hf_runs.from_hf(odd)
+    with pytest.raises(ValueError, match="--labels applies to an HF "
+                                         "checkpoint whose config.json "
+                                         "names a task head"):
+        commands._convert(argparse.Namespace(
+            source="hf", input=str(FIXTURES / "distilbert_model"),
+            output=str(tmp_path / "encoder"), vocab=None,
+            labels=str(tmp_path / "labels.txt")))
+    with pytest.raises(ValueError, match="2 labels given .* head has 5"):
+        hf_runs.from_hf(FIXTURES / "bert_ner", labels=["O", "B-X"])
+
+def test_finetune_goes_on_training_the_converted_head(tmp_path):
+    from toy_task import toy_config, write_toy_task
+
+    from bert_tf import finetune
+    from bert_tf.text.vocab import read_vocab
+
+    hf_runs.convert_hf_run(FIXTURES / "distilbert_classifier",
+                           tmp_path / "hf_run", log=lambda line: None)
+    write_toy_task(tmp_path)
+    lines = []
+
+    def model_of(**overrides):
+        cfg = toy_config(tmp_path, init=str(tmp_path / "hf_run"), vocab="",
+                         **overrides)
+        init = finetune.resolve_init(cfg)
+        task_cls, spec = finetune.task_of(cfg)
+        vocab = read_vocab(init.vocab_path)
+        task = task_cls(task_cls.make_spec(
+            cfg, spec, task_cls.load_data(spec), init.encoder, vocab))
+        model = task.build_model(
+            bert_tf.BertEncoder.from_config_object(init.encoder))
+        finetune.continue_head(init, task, model, lines.append)
+        return model
+
+    model = model_of(**{"task.pooling": "cls_relu"})
+    _, hf_model, _, _ = bert_tf.load_finetuned(FIXTURES /
+                                               "distilbert_classifier")
+    for got, want in zip(model.head.get_weights(),
+                         hf_model.head.get_weights()):
+        np.testing.assert_array_equal(got, want)
+    assert "goes on training (negative, positive)" in lines[-1]
+    with pytest.raises(ValueError, match="pooling: cls_relu"):
+        model_of()
+
+
+def test_bert_multiple_choice_scores_as_hf():
+    want = expected("bert_multiple_choice")
+    task, model, _, _ = bert_tf.load_finetuned(FIXTURES /
+                                               "bert_multiple_choice")
+    assert task.kind == "multiple_choice"
+    inputs = {k: np.array(want[k], "int32") for k in
+              ("input_word_ids", "input_mask", "input_type_ids")}
+    np.testing.assert_allclose(model(inputs, training=False),
+                               want["logits"], atol=1e-4)
+
+
+def test_labels_and_regression_come_from_the_config():
+    from bert_tf.tasks.classification import hf_head
+    assert hf_head.spec_fields({"num_labels": 1, "problem_type":
+                                "regression"}, "bert") == {
+        "labels": [], "regression": True, "pooling": "cls"}
+    fields = hf_head.spec_fields({"id2label": {"0": "neg", "1": "pos"},
+                                  "num_labels": 2}, "electra")
+    assert fields == {"labels": ["neg", "pos"], "regression": False,
+                      "pooling": "cls_gelu"}
+
+
+def test_evaluate_scores_a_converted_run_on_other_data(tmp_path, capsys):
+    from toy_task import write_toy_task
+
+    from bert_tf import cli
+
+    hf_runs.convert_hf_run(FIXTURES / "distilbert_classifier",
+                           tmp_path / "run", log=lambda line: None)
+    write_toy_task(tmp_path)
+    code = cli.main(["evaluate", "--run", str(tmp_path / "run"), "--set",
+                     "name=local", "--set",
+                     f"train_file={tmp_path / 'train.tsv'}", "--set",
+                     f"test_file={tmp_path / 'test.tsv'}", "--set",
+                     "text=sentence"])
+    out = capsys.readouterr().out
+    assert code in (0, None), out
+    accuracy = float(out.split("accuracy ")[1].split(",")[0])
+    assert 0 <= accuracy <= 1
+
+
+def _tf_h5_name(name, value):
+    """The `tf_model.h5` dataset name (and value) HF's TensorFlow class
+    writes for the PyTorch parameter `name`."""
+    import re
+    scope = "tf_bert_for_sequence_classification"
+    layer = "classifier" if name.startswith("classifier") else "bert"
+    parts = re.sub(r"layer\.(\d+)", r"layer_._\1", name).split(".")
+    if parts[-2].endswith("LayerNorm"):
+        parts[-1] = {"weight": "gamma", "bias": "beta"}[parts[-1]]
+    elif parts[-2] in ("position_embeddings", "token_type_embeddings"):
+        parts[-1] = "embeddings"
+    elif parts[-1] == "weight" and parts[-2] != "word_embeddings":
+        parts[-1], value = "kernel", value.T
+    return f"{layer}/{scope}/{'/'.join(parts)}:0", value
+
+
+def test_a_tf_h5_checkpoint_with_a_shorter_vocab_and_own_labels(tmp_path):
+    """What HF's TensorFlow classes saved (`tf_model.h5`, as the real
+    topic classifiers of the categorium package ship), with a vocab
+    shorter than the embedding and labels from a file: the same answers
+    as the safetensors checkpoint."""
+    import h5py
+    from safetensors.numpy import load_file
+
+    source = FIXTURES / "bert_classifier"
+    h5 = tmp_path / "h5"
+    h5.mkdir()
+    (h5 / "config.json").write_bytes((source / "config.json").read_bytes())
+    with h5py.File(h5 / "tf_model.h5", "w") as weights:
+        for name, value in load_file(source / "model.safetensors").items():
+            if "position_ids" not in name:
+                h5_name, h5_value = _tf_h5_name(name, value)
+                weights.create_dataset(h5_name, data=h5_value)
+    tokens = (source / "vocab.txt").read_text().split("\n")[:-4]
+    (tmp_path / "short_vocab.txt").write_text("\n".join(tokens) + "\n")
+    (tmp_path / "labels.txt").write_text("bad\nso-so\ngood\n")
+    lines = []
+    hf_runs.convert_hf_run(h5, tmp_path / "run", log=lines.append,
+                           vocab_path=tmp_path / "short_vocab.txt",
+                           labels=hf_runs.read_labels(tmp_path /
+                                                      "labels.txt"))
+    assert "the rows past the vocab" in lines[0]
+    task, model, vocab, _ = bert_tf.load_finetuned(tmp_path / "run")
+    assert task.spec.labels == ["bad", "so-so", "good"]
+    assert model.encoder.config.vocab_size == len(tokens) == vocab.size
+    want = expected("bert_classifier")
+    inputs = BertPreprocessor(vocab, task.spec.seq_length,
+                              lower_case=True)(tf.constant(want["texts"]))
+    probabilities = tf.nn.softmax(model(inputs, training=False)).numpy()
+    names = ["negative", "neutral", "positive"]
+    np.testing.assert_allclose(
+        probabilities, [[p[k] for k in names] for p in want["predictions"]],
+        atol=1e-4)
