@@ -10,9 +10,12 @@ UTF-8, control characters, emoji and CJK. Every answer is checked (one
 per text; a classifier's probabilities sum to 1).
 
 The run has two phases in one process: first without huge requests, then
-with one request in `--huge-every` (default 50) a huge one: alternately
-100,000 words, which must be answered, and 600,000 words, over the
-export's limit, which must be refused with INVALID_ARGUMENT. Latency of
+with one request in `--huge-every` (default 50) a huge one: alternately a
+text at the export's `max_input_chars` (90,000 characters, about 15,000
+words, for a MiniLM-L6 QA or NER export; 1,000,000 for a classifier),
+which must be answered, and one six times over it, which must be refused
+with INVALID_ARGUMENT. A hostile text over the limit (10,000 words to a
+BERT-Base QA export) must be refused the same way. Latency of
 the normal requests (p50, p99) is reported for each phase, and resident
 memory is sampled every 0.1 s; the run fails if it passes
 `--rss-ceiling-mb` or a normal request fails.
@@ -43,7 +46,8 @@ HOSTILE = {
     "control chars": [b"a\x00b\x07c\x1b[31m"],
     "emoji + CJK": ["🎬 電影很好 👍".encode()],
 }
-HUGE_WORDS = {"huge 100k words": 100_000, "huge 600k words": 600_000}
+# A huge request's text: the export's limit times this.
+HUGE = {"huge at the limit": 1, "huge 6x the limit": 6}
 QUESTION = b"Who made the film?"
 
 
@@ -75,17 +79,22 @@ class Kind:
         return len(out["count"]) == len(texts)
 
 
-def plan_requests(count, texts, rng, huge_every):
+def text_of(pool, chars):
+    """Words of `pool`, repeated, in at most `chars` characters."""
+    text = " ".join(pool)
+    text = (text + " ") * (chars // (len(text) + 1) + 1)
+    return text[:chars].rsplit(" ", 1)[0]
+
+
+def plan_requests(count, texts, rng, huge_every, limit):
     """(name, [bytes]) per request, decided up front."""
     names, plan, huge = list(HOSTILE), [], 0
     pool = " ".join(texts).split()
     for _ in range(count):
         if huge_every and rng.random() < 1 / huge_every:
-            name = list(HUGE_WORDS)[huge % 2]
+            name = list(HUGE)[huge % 2]
             huge += 1
-            words = HUGE_WORDS[name]
-            plan.append((name, [" ".join(
-                pool[i % len(pool)] for i in range(words)).encode()]))
+            plan.append((name, [text_of(pool, HUGE[name] * limit).encode()]))
         elif rng.random() < 0.1:
             name = names[rng.integers(len(names))]
             plan.append((name, HOSTILE[name]))
@@ -97,7 +106,13 @@ def plan_requests(count, texts, rng, huge_every):
     return plan
 
 
-def run_phase(serve, kind, plan, clients):
+def refusal_expected(batch, limit):
+    """Whether a request holds a text over the export's limit."""
+    return any(len(text.decode("utf-8", "replace")) > limit
+               for text in batch)
+
+
+def run_phase(serve, kind, plan, clients, limit):
     """Drives `plan` from `clients` threads; returns its figures."""
     lock = threading.Lock()
     counts, failures = collections.Counter(), collections.Counter()
@@ -118,10 +133,11 @@ def run_phase(serve, kind, plan, clients):
             name, batch = plan[index]
             start = time.perf_counter()
             try:
-                ok = kind.answered(serve(**kind.inputs(batch)), batch)
+                ok = kind.answered(serve(**kind.inputs(batch)), batch) \
+                    and not refusal_expected(batch, limit)
                 result = "answered" if ok else "WRONG"
             except tf.errors.InvalidArgumentError as error:
-                ok = name == "huge 600k words" and \
+                ok = refusal_expected(batch, limit) and \
                     "--max-input-chars" in error.message
                 result = "refused" if ok else "FAILED"
                 if not ok:
@@ -190,8 +206,10 @@ def main():
     serve = load_exported(args.model).signatures["serving_default"]
     texts, _ = read_rt_snippets()
     rng = np.random.default_rng(args.seed)
+    limit = int(info.get("max_input_chars", 10 ** 12))
     for batch in HOSTILE.values():  # warm-up: each hostile shape once
-        serve(**kind.inputs(batch))
+        if not refusal_expected(batch, limit):
+            serve(**kind.inputs(batch))
     print(f"{args.model} ({info.get('kind')}, at most "
           f"{info.get('max_input_chars', 'unlimited')} characters per "
           f"text): {args.clients} client threads, {os.cpu_count()} CPU "
@@ -201,8 +219,8 @@ def main():
         phases.append((f"with one in {args.huge_every} huge", args.huge_every))
     failures, peak = 0, 0.0
     for title, huge_every in phases:
-        plan = plan_requests(args.requests, texts, rng, huge_every)
-        figures = run_phase(serve, kind, plan, args.clients)
+        plan = plan_requests(args.requests, texts, rng, huge_every, limit)
+        figures = run_phase(serve, kind, plan, args.clients, limit)
         report(title, figures)
         failures += sum(figures["failures"].values())
         peak = max(peak, figures["peak_rss"])

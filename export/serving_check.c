@@ -17,7 +17,10 @@
  *     -l:libtensorflow_cc.so.2 -l:libtensorflow_framework.so.2 -Wl,-rpath,$TF
  * Run:
  *   ./serving_check -l .../tensorflow_text/python/ops/_fast_wordpiece_tokenizer.so \
- *     [-l LIB ...] export/rt_sentiment/1 "a fine film" "dull"
+ *     [-l LIB ...] [-t TIMEOUT_MS] export/rt_sentiment/1 "a fine film" "dull"
+ * -t runs the request with RunOptions.timeout_in_ms, as TF Serving does
+ * with a gRPC call's deadline: past it, the program prints
+ * DEADLINE_EXCEEDED and exits with status 4.
  * For pair models each text is "TEXT_A<TAB>TEXT_B"; for QA models
  * "QUESTION<TAB>CONTEXT"; for multiple choice "CONTEXT<TAB>CHOICE<TAB>..."
  * (as many choices in every text as in the first).
@@ -38,10 +41,30 @@ typedef struct {
 } SignatureTensor;
 
 static void check(TF_Status* status, const char* what) {
+  if (TF_GetCode(status) == TF_DEADLINE_EXCEEDED) {
+    fprintf(stderr, "serving_check: %s: DEADLINE_EXCEEDED: %s\n", what,
+            TF_Message(status));
+    exit(4);
+  }
   if (TF_GetCode(status) != TF_OK) {
     fprintf(stderr, "serving_check: %s: %s\n", what, TF_Message(status));
     exit(1);
   }
+}
+
+/* A serialized RunOptions holding only timeout_in_ms (field 2, varint). */
+static TF_Buffer* run_options_with_timeout(long long timeout_ms) {
+  unsigned char bytes[16];
+  size_t size = 0;
+  unsigned long long value = (unsigned long long)timeout_ms;
+  bytes[size++] = 2 << 3;
+  do {
+    bytes[size] = value & 0x7f;
+    value >>= 7;
+    if (value) bytes[size] |= 0x80;
+    ++size;
+  } while (value);
+  return TF_NewBufferFromString(bytes, size);
 }
 
 static int read_signature(const char* export_dir, SignatureTensor* inputs,
@@ -123,14 +146,20 @@ static TF_Tensor* choices_tensor(char** texts, int n) {
 int main(int argc, char** argv) {
   TF_Status* status = TF_NewStatus();
   int arg = 1;
-  while (arg + 1 < argc && strcmp(argv[arg], "-l") == 0) {
-    TF_LoadLibrary(argv[arg + 1], status);
-    check(status, argv[arg + 1]);
+  long long timeout_ms = 0;
+  while (arg + 1 < argc && (strcmp(argv[arg], "-l") == 0 ||
+                            strcmp(argv[arg], "-t") == 0)) {
+    if (strcmp(argv[arg], "-t") == 0) {
+      timeout_ms = atoll(argv[arg + 1]);
+    } else {
+      TF_LoadLibrary(argv[arg + 1], status);
+      check(status, argv[arg + 1]);
+    }
     arg += 2;
   }
   if (arg >= argc) {
-    fprintf(stderr, "usage: %s [-l OP_LIBRARY.so]... EXPORT_DIR TEXT...\n",
-            argv[0]);
+    fprintf(stderr, "usage: %s [-l OP_LIBRARY.so]... [-t TIMEOUT_MS] "
+            "EXPORT_DIR TEXT...\n", argv[0]);
     return 2;
   }
   const char* export_dir = argv[arg++];
@@ -166,8 +195,11 @@ int main(int argc, char** argv) {
     feed_values[i] = string_tensor(texts, n, second);
   }
   for (int i = 0; i < n_outputs; ++i) fetches[i] = find(graph, &outputs[i]);
-  TF_SessionRun(session, NULL, feeds, feed_values, n_inputs, fetches,
+  TF_Buffer* run_options =
+      timeout_ms > 0 ? run_options_with_timeout(timeout_ms) : NULL;
+  TF_SessionRun(session, run_options, feeds, feed_values, n_inputs, fetches,
                 fetch_values, n_outputs, NULL, 0, NULL, status);
+  if (run_options) TF_DeleteBuffer(run_options);
   check(status, "serving_default");
 
   int label = -1, probabilities = -1, score = -1;

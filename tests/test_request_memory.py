@@ -257,6 +257,19 @@ def test_a_passed_deadline_stops_a_huge_request(tmp_path):
         stopped = time.perf_counter() - start
         assert stopped < 0.4 * whole, (stopped, whole)
         assert run(50) < 1.0
+    # The same through the TF C API, as TF Serving's loader runs it (an
+    # argument holds at most 128 KB: 20,000 words).
+    from test_export import _compile_serving_check
+
+    binary = _compile_serving_check(tmp_path)
+    libraries = [a for lib in export_lib.tf_text_op_libraries()
+                 for a in ("-l", str(lib))]
+    result = subprocess.run(
+        [str(binary), *libraries, "-t", "20", str(tmp_path / "qa" / "1"),
+         "who made it?\t" + "film " * 20_000], capture_output=True,
+        text=True, timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 4, result.stderr
+    assert "DEADLINE_EXCEEDED" in result.stderr
 
 
 @pytest.mark.slow
@@ -278,3 +291,31 @@ def test_limits_must_hold_a_text():
     with pytest.raises(ValueError, match="--max-batch-chars 5 is below "
                                          "--max-input-chars 10"):
         check_limits(10, 5)
+
+
+def test_the_default_limit_is_chosen_by_time_for_kinds_that_read_it_all():
+    from types import SimpleNamespace
+
+    from bert_tf.config import EncoderConfig
+    from bert_tf.serving.export import _limits
+    from bert_tf.tasks.classification.config import ClassificationConfig
+
+    minilm = SimpleNamespace(encoder=SimpleNamespace(config=EncoderConfig(
+        num_layers=6, hidden_size=384, num_heads=12,
+        intermediate_size=1536)))
+    base = SimpleNamespace(encoder=SimpleNamespace(config=EncoderConfig()))
+    lines = []
+    assert _limits("span_qa", None, minilm, None, None, lines.append) == {
+        "max_input_chars": 90_000, "max_batch_chars": 360_000}
+    assert "90,000 characters per text" in lines[0] and "5 s" in lines[0]
+    assert _limits("tagging", None, base, None, None, lines.append)[
+        "max_input_chars"] == 11_000
+    short, long = ClassificationConfig(), ClassificationConfig(
+        long_document=True)
+    assert _limits("classification", short, base, None, None,
+                   lines.append)["max_input_chars"] == 1_000_000
+    assert _limits("classification", long, base, None, None,
+                   lines.append)["max_input_chars"] == 11_000
+    assert _limits("span_qa", None, base, 50_000, None, lines.append) == {
+        "max_input_chars": 50_000, "max_batch_chars": 200_000}
+    assert len(lines) == 3

@@ -342,7 +342,7 @@ def test_tflite_tags_like_the_saved_model(tag_run, tag_export, tmp_path,
             np.testing.assert_array_equal(out["text"], saved["text"])
             np.testing.assert_allclose(out["score"], saved["score"],
                                        atol=1e-4)
-    long_text = " ".join(["Ann went to Oslo ."] * 2000)
+    long_text = " ".join(["Ann went to Oslo ."] * 600)
     hostile = ["", "   \t ", b"Ann \xff in \xc3 Oslo", long_text,
                "\U0001F600 \u6771\u4eac Zo\u00eb "
                "\u0645\u0631\u062d\u0628\u0627 Ann",
@@ -351,6 +351,9 @@ def test_tflite_tags_like_the_saved_model(tag_run, tag_export, tmp_path,
     assert list(out["count"][:2]) == [0, 0]
     assert out["count"][3] == 32 and np.isfinite(out["score"]).all()
     assert out["start"][3, 31] > 0  # entities from the whole text
+    with pytest.raises(ValueError, match="holds more than 4096 word "
+                                         "pieces"):
+        model(text=[" ".join(["Ann went to Oslo ."] * 2000)])
     assert cli.main(["predict", "--model", str(files["none"]),
                      "Ann met Bob in Oslo"]) == 0
     printed = capsys.readouterr().out

@@ -157,9 +157,8 @@ def _directory_bytes(path):
 def export(kind, checkpoint, out, log=print, overwrite=False,
            fixed_length=False, precision="fp32",
            calibration=precision_lib.CALIBRATION_EXAMPLES,
-           calibration_texts=None,
-           max_input_chars=limits_lib.MAX_INPUT_CHARS,
-           max_batch_chars=limits_lib.MAX_BATCH_CHARS, **options):
+           calibration_texts=None, max_input_chars=None,
+           max_batch_chars=None, **options):
     """Writes the SavedModel of any export kind: the one path every kind
     takes. The kind (`bert_tf.tasks.get_kind`) builds what to save from
     `checkpoint` and its `options`; this writes, audits and reports it.
@@ -177,11 +176,13 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
         As `export_model`.
     """
     out = _check_out(out, overwrite, log)
-    limits = limits_lib.export_fields(max_input_chars, max_batch_chars)
+    limits_lib.check_given(max_input_chars, max_batch_chars)
     precision = precision_lib.resolve(precision, log)
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
         dtype=precision_lib.POLICIES[precision], **options)
+    limits = _limits(kind, spec, model, max_input_chars, max_batch_chars,
+                     log)
     int8 = quantize_lib.quantize(model, precision, spec, vocab, calibration,
                                   calibration_texts, log)
     rows = quantize_lib.branch_by_rows(model, precision)
@@ -197,9 +198,8 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
 def export_model(checkpoint, out, log=print, overwrite=False,
                  fixed_length=False, precision="fp32",
                  calibration=precision_lib.CALIBRATION_EXAMPLES,
-                 calibration_texts=None,
-                 max_input_chars=limits_lib.MAX_INPUT_CHARS,
-                 max_batch_chars=limits_lib.MAX_BATCH_CHARS):
+                 calibration_texts=None, max_input_chars=None,
+                 max_batch_chars=None):
     """Writes the SavedModel of a fine-tuned model of any task kind.
 
     Args:
@@ -223,7 +223,9 @@ def export_model(checkpoint, out, log=print, overwrite=False,
             hold; max_batch_chars: all the texts of a request together.
             Over either, the request fails with INVALID_ARGUMENT before
             any model work (`bert_tf.serving.limits`); recorded in the
-            export.
+            export. None: the default, chosen by time for kinds whose
+            work grows with the text (`limits.default_max_input_chars`),
+            and four texts at the limit.
 
     Returns:
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
@@ -243,9 +245,8 @@ def export_model(checkpoint, out, log=print, overwrite=False,
 
 def export_keras_model(model, out, kind=None, vocab=None, log=print,
                        overwrite=False,
-                       fixed_length=False,
-                       max_input_chars=limits_lib.MAX_INPUT_CHARS,
-                       max_batch_chars=limits_lib.MAX_BATCH_CHARS, **fields):
+                       fixed_length=False, max_input_chars=None,
+                       max_batch_chars=None, **fields):
     """Writes the SavedModel of a task model trained in Python (for example
     with `model.fit` in a notebook): the same signatures, warm-up records
     and `models.config` as `bert-tf export` of a fine-tuning run.
@@ -287,12 +288,14 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
                          "(bert_tf.text.vocab.read_vocab(PATH)).")
     kind = kind or tasks.kind_of_model(model)
     out = _check_out(out, overwrite, log)
-    limits = limits_lib.export_fields(max_input_chars, max_batch_chars)
+    limits_lib.check_given(max_input_chars, max_batch_chars)
     fields.setdefault("name", "python")
     fields.setdefault("lower_case", not vocab.is_cased)
     spec = tasks.get_config_class(kind)(
         kind=kind, encoder=dataclasses.asdict(model.encoder.config),
         **fields).validate(data=False)
+    limits = _limits(kind, spec, model, max_input_chars, max_batch_chars,
+                     log)
     task = tasks.get_kind(kind)(spec)
     # The user's model may train on after the export: the served form is
     # for the export's traces only.
@@ -304,6 +307,25 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
             lambda saved: task.serving_module(model, saved, fixed_length))
     finally:
         quantize_lib.serving_form(model, False)
+
+
+def _limits(kind, spec, model, max_input_chars, max_batch_chars,
+            log=print):
+    """The export's limits: those given, else the defaults for its kind
+    and encoder (`limits.default_max_input_chars`), checked."""
+    if max_input_chars is None:
+        whole_text = tasks.get_kind(kind).reads_whole_text(spec)
+        encoder = getattr(model, "encoder", model)  # export-only kinds
+        max_input_chars = limits_lib.default_max_input_chars(
+            dataclasses.asdict(encoder.config), whole_text)
+        if whole_text:
+            log(f"limit: {max_input_chars:,} characters per text, the "
+                f"default for a {kind} model of this size: a request at the "
+                f"limit costs about {limits_lib.WORST_REQUEST_SECONDS} s on "
+                "2 CPU cores (--max-input-chars sets it)")
+    if max_batch_chars is None:
+        max_batch_chars = limits_lib.BATCH_TEXTS_AT_LIMIT * max_input_chars
+    return limits_lib.export_fields(max_input_chars, max_batch_chars)
 
 
 def export_encoder(checkpoint, out, log=print, overwrite=False,

@@ -12,11 +12,61 @@ itself (its word pieces, windows and logits): about 0.1 KB per character
 import contextlib
 import inspect
 
-# About 170,000 English words per text; a 100,000-word context (600,000
-# characters) is answered, a 600,000-word one (3.6 million) refused.
+# The default of a kind whose work stops at `seq_length` pieces whatever
+# the text (a classifier): about 170,000 English words, tokenized in about
+# 0.2 s on 2 cores.
 MAX_INPUT_CHARS = 1_000_000
-# A request's texts together: four texts at the limit.
-MAX_BATCH_CHARS = 4_000_000
+# A request's texts together, by default: four texts at the limit.
+BATCH_TEXTS_AT_LIMIT = 4
+MAX_BATCH_CHARS = BATCH_TEXTS_AT_LIMIT * MAX_INPUT_CHARS
+# A kind whose encoder reads all of a text (span QA, tagging, long-document
+# classification) costs time in proportion to it, so its default limit is
+# chosen by time: a request at the limit costs about this many seconds on
+# the project's 2-core machines. TensorFlow shares the cores op by op, so
+# normal requests that arrive meanwhile wait about that long: at 5 s, with
+# one request in 50 at the limit, their p99 stays within about twice that
+# of a load without (`benchmarks/load_test.py`, docs/guides/serving.md);
+# at 10 s it was 3.5 times. It is also a sixth of TF Serving's default
+# REST timeout (30 s).
+WORST_REQUEST_SECONDS = 5
+# Measured (MiniLM-L6 QA and NER exports, 2-core AMD EPYC, TF 2.20,
+# 2026-11-27; docs/guides/serving.md): 5.4-5.5 s per 100,000 characters.
+_MINILM_L6 = {"num_layers": 6, "hidden_size": 384, "intermediate_size": 1536}
+_MINILM_SECONDS_PER_CHAR = 5.5e-5
+# The default never drops below a long article.
+_LEAST_DEFAULT = 10_000
+
+
+def _token_flops(encoder):
+    """An encoder's matmul work per token (in units that cancel)."""
+    hidden, inner = encoder["hidden_size"], encoder["intermediate_size"]
+    return encoder["num_layers"] * (4 * hidden * hidden + 2 * hidden * inner)
+
+
+def default_max_input_chars(encoder, reads_whole_text):
+    """The default `--max-input-chars` of an export of `encoder` (its
+    config as a dict): `MAX_INPUT_CHARS` if its kind reads a bounded part
+    of each text, else the characters that cost `WORST_REQUEST_SECONDS`
+    (rounded to two figures, at least 10,000 and at most
+    `MAX_INPUT_CHARS`).
+
+    Examples:
+        >>> default_max_input_chars(_MINILM_L6, True)
+        90000
+        >>> default_max_input_chars({"num_layers": 12, "hidden_size": 768,
+        ...                          "intermediate_size": 3072}, True)
+        11000
+        >>> default_max_input_chars(_MINILM_L6, False)
+        1000000
+    """
+    if not reads_whole_text:
+        return MAX_INPUT_CHARS
+    seconds_per_char = _MINILM_SECONDS_PER_CHAR * _token_flops(encoder) / \
+        _token_flops(_MINILM_L6)
+    chars = WORST_REQUEST_SECONDS / seconds_per_char
+    figures = 10 ** max(len(str(int(chars))) - 2, 0)
+    return int(min(MAX_INPUT_CHARS,
+                   max(_LEAST_DEFAULT, chars // figures * figures)))
 
 
 def export_fields(max_input_chars, max_batch_chars):
@@ -25,6 +75,19 @@ def export_fields(max_input_chars, max_batch_chars):
     check_limits(max_input_chars, max_batch_chars)
     return {"max_input_chars": max_input_chars,
             "max_batch_chars": max_batch_chars}
+
+
+def check_given(max_input_chars, max_batch_chars):
+    """`check_limits` of the limits given (None: the default), before
+    anything is built; a batch limit is checked against a given text limit
+    only."""
+    for flag, value in (("--max-input-chars", max_input_chars),
+                        ("--max-batch-chars", max_batch_chars)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"{flag} {value!r}: must be a whole number of "
+                             "characters >= 1.")
+    if None not in (max_input_chars, max_batch_chars):
+        check_limits(max_input_chars, max_batch_chars)
 
 
 def check_limits(max_input_chars, max_batch_chars):
@@ -46,14 +109,18 @@ def add_limit_arguments(parser):
     parser.add_argument(
         "--max-input-chars", type=int, default=None, metavar="N",
         help="savedmodel and hub: the most characters (Unicode code points)"
-        f" one text of a request may hold (default {MAX_INPUT_CHARS:,}); a "
-        "longer one is refused with INVALID_ARGUMENT before any model work, "
-        "by the signatures and the module's own functions alike.")
+        " one text of a request may hold; a longer one is refused with "
+        "INVALID_ARGUMENT before any model work, by the signatures and the "
+        "module's own functions alike. Default: for span QA, tagging and "
+        "long-document classification, whose time grows with the text, "
+        f"what costs about {WORST_REQUEST_SECONDS} s on 2 CPU cores "
+        "(MiniLM-L6: 90,000; BERT-Base: 11,000); for other kinds "
+        f"{MAX_INPUT_CHARS:,}. The export prints the limit it wrote.")
     parser.add_argument(
         "--max-batch-chars", type=int, default=None, metavar="N",
         help="savedmodel and hub: the most characters all the texts of one "
-        "request "
-        f"may hold together (default {MAX_BATCH_CHARS:,}).")
+        "request may hold together (default: four texts at "
+        "--max-input-chars).")
 
 
 def text_checks(value, name, max_input_chars, max_batch_chars):

@@ -105,12 +105,20 @@ def export_tflite(checkpoint, out, quantize="none", log=print,
                          f"{', '.join(tflite_kinds())}; export it as a "
                          "SavedModel (--format savedmodel).")
     module, what = kind_class.build_tflite(checkpoint, **options)
-    flatbuffer = with_metadata(convert(module, quantize), {"kind": kind})
+    limit = getattr(module, "max_pieces", None)
+    flatbuffer = with_metadata(convert(module, quantize), {
+        "kind": kind, **({"max_pieces": limit} if limit else {})})
     custom = _write(out, flatbuffer)
     log(f"wrote {out} ({len(flatbuffer) / 1e6:.1f} MB, "
         f"{'fp32' if quantize == 'none' else 'dynamic-range int8'}; "
         f"{kind}: {what}; custom ops {', '.join(custom) or 'none'}, from "
         "tf-text's TFLite registrar; no Flex)")
+    if limit:
+        log(f"requests: at most {limit:,} word pieces per text (about "
+            f"{limit * 4.5:,.0f} characters of English): TFLite reads all "
+            "of a text's windows at once, so this bounds its memory; a "
+            "longer text comes back flagged in `over_limit`, which `bert-tf "
+            "predict` refuses")
     return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
             "quantize": quantize, "kind": kind}
 
@@ -242,7 +250,9 @@ class TFLiteModel:
         self._first_call_done = False
         self.inputs = sorted(self._runner.get_input_details())
         outputs = self._runner.get_output_details()
-        self.kind = read_metadata(self.path).get("kind") or next(
+        metadata = read_metadata(self.path)
+        self.max_pieces = metadata.get("max_pieces")
+        self.kind = metadata.get("kind") or next(
             (kind for kind in tflite_kinds()
              if tasks.get_kind(kind).wrote_tflite_outputs(outputs)), None)
         if self.kind is None:
@@ -261,10 +271,19 @@ class TFLiteModel:
             raise ValueError("texts is empty: give at least one string.")
         encoded = {name: _encoded(values) for name, values in inputs.items()}
         if self._first_call_done:
-            return self._runner(**encoded)
-        with native_logs_quiet():  # the XNNPACK delegate's INFO, once
             out = self._runner(**encoded)
-        self._first_call_done = True
+        else:
+            with native_logs_quiet():  # the XNNPACK delegate's INFO, once
+                out = self._runner(**encoded)
+            self._first_call_done = True
+        over = np.flatnonzero(out.pop("over_limit", np.zeros(1)))
+        if over.size:
+            raise ValueError(
+                f"text {over[0]} of the request holds more than "
+                f"{self.max_pieces or 'the'} word pieces, the most "
+                f"{self.path.name} reads of one text (a TFLite graph runs "
+                "all of a text's windows at once); split it, or serve the "
+                "SavedModel, which reads long texts a step at a time.")
         return out
 
 

@@ -183,6 +183,14 @@ class ExportKind:
     predict_example = ""
 
     @classmethod
+    def reads_whole_text(cls, spec):
+        """Whether the encoder's work for a request grows with its text
+        (windows over all of it) rather than stopping at `seq_length`
+        pieces; such an export's default limit is chosen by time
+        (`bert_tf.serving.limits.default_max_input_chars`)."""
+        return False
+
+    @classmethod
     def add_predict_arguments(cls, parser):
         """Adds the kind's own `bert-tf predict` flags to `parser`."""
         for flags, options in cls.predict_arguments:

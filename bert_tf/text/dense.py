@@ -101,6 +101,28 @@ def char_offsets(text, byte_offsets):
     return tf.gather(before, tf.cast(byte_offsets, tf.int32), batch_dims=1)
 
 
+# The most word pieces of one text that a TFLite graph reads. TFLite runs
+# all of a text's windows at once (no chunk loop), so this bounds its
+# memory: at most 63 windows of 128 pieces with a stride of 64, about the
+# activations of one SavedModel step (8,192 tokens); about 18,000
+# characters of English. A longer text is flagged (`over_limit`) and
+# refused by the runner.
+MAX_PIECES = 4096
+
+
+def capped(lengths, max_pieces):
+    """(pieces per row read, int32 1 where a row holds more than
+    `max_pieces`): what bounds a TFLite graph's windows.
+
+    Examples:
+        >>> read, over = capped(tf.constant([3, 9]), 5)
+        >>> read.numpy().tolist(), over.numpy().tolist()
+        ([3, 5], [0, 1])
+    """
+    return (tf.minimum(lengths, max_pieces),
+            tf.cast(lengths > max_pieces, tf.int32))
+
+
 def dense_windows(lengths, room, stride):
     """`text/windows.stride_windows` with dense ops: the windows of at most
     `room` pieces that start every `stride` pieces, for rows of `lengths`

@@ -88,6 +88,10 @@ class Classification(Task):
     config_class = ClassificationConfig
     model_class = BertClassifier
     hf_head = hf_head
+
+    @classmethod
+    def reads_whole_text(cls, spec):
+        return bool(getattr(spec, "long_document", False))
     tflite_outputs = ("probabilities", "label", "score")
     predict_help = ('the label of each text (or text pair: "A<TAB>B"), '
                     'with its probability; a score for regression')

@@ -54,6 +54,10 @@ class SpanQA(Task):
     config_class = SpanQAConfig
     model_class = BertSpanLabeler
     hf_head = hf_head
+
+    @classmethod
+    def reads_whole_text(cls, spec):
+        return True
     tflite_outputs = ("answer",)
     predict_help = (
         'the answer span of a question in its context, with its score '

@@ -14,14 +14,14 @@ SavedModel.
 import tensorflow as tf
 
 from bert_tf.tasks.span_qa.decoding import decode_answers
-from bert_tf.text.dense import (char_offsets, dense_windows, max_context,
-                                 padded_dense)
+from bert_tf.text.dense import (MAX_PIECES, capped, char_offsets,
+                                 dense_windows, max_context, padded_dense)
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.tokenizer import BertTokenizer
 
 
 def qa_windows(tokenizer, vocab, question, context, seq_length, doc_stride,
-               max_query_length):
+               max_query_length, max_pieces=MAX_PIECES):
     """`QAPreprocessor(question, context)` with dense ops.
 
     Args:
@@ -29,9 +29,11 @@ def qa_windows(tokenizer, vocab, question, context, seq_length, doc_stride,
         vocab: its `Vocab`.
         question, context: tf.string [B].
         seq_length, doc_stride, max_query_length: as `QAPreprocessor`.
+        max_pieces: the context pieces read (`text.dense.MAX_PIECES`).
 
     Returns:
-        the `QAPreprocessor` features (without answer positions).
+        the `QAPreprocessor` features (without answer positions), and
+        `over_limit` (int32 [B]: 1 where a context holds more pieces).
     """
     query = tokenizer.fused().tokenize(question)
     query_len = tf.minimum(tf.cast(query.row_lengths(), tf.int32),
@@ -43,6 +45,7 @@ def qa_windows(tokenizer, vocab, question, context, seq_length, doc_stride,
     char_start = char_offsets(context, byte_start)
     char_end = char_offsets(context, byte_end)
 
+    lengths, over_limit = capped(lengths, max_pieces)
     windows = dense_windows(lengths, seq_length - query_len - 3, doc_stride)
     example = windows["example"]
     position = tf.range(seq_length)[None, :]
@@ -79,6 +82,7 @@ def qa_windows(tokenizer, vocab, question, context, seq_length, doc_stride,
         "token_byte_start": placed(byte_start),
         "token_byte_end": placed(byte_end),
         "token_is_max_context": in_context & max_context(windows, piece),
+        "over_limit": over_limit,
     }
 
 
@@ -89,6 +93,7 @@ class QATFLiteModule(tf.Module):
     def __init__(self, model, spec, vocab):
         super().__init__(name="bert_span_qa_tflite")
         self.model_variables = [v.value for v in model.variables]
+        self.max_pieces = MAX_PIECES
         tokenizer = BertTokenizer(vocab, spec.lower_case)
 
         def serve(question, context):
@@ -99,12 +104,13 @@ class QATFLiteModule(tf.Module):
                 k for k, v in features.items() if v.shape.rank == 2])
             logits = model({k: features[k] for k in INPUT_NAMES},
                            training=False)
-            return decode_answers(
+            return {**decode_answers(
                 features, logits["start_logits"], logits["end_logits"],
                 context, n_best_size=spec.n_best_size,
                 max_answer_length=spec.max_answer_length,
                 null_threshold=spec.null_threshold,
-                version_2=spec.version_2)
+                version_2=spec.version_2),
+                "over_limit": features["over_limit"]}
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="question"),

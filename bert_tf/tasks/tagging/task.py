@@ -50,6 +50,10 @@ class Tagging(Task):
     config_class = TaggingConfig
     model_class = BertTokenClassifier
     hf_head = hf_head
+
+    @classmethod
+    def reads_whole_text(cls, spec):
+        return True
     tflite_outputs = ("type",)
     predict_help = (
         'the entities of each text: type, text, code-point offsets and '

@@ -16,8 +16,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.tasks.tagging.decoding import OUTPUTS, decode_entities
-from bert_tf.text.dense import (char_offsets, dense_windows, max_context,
-                                 padded_dense)
+from bert_tf.text.dense import (MAX_PIECES, capped, char_offsets,
+                                 dense_windows, max_context, padded_dense)
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.tokenizer import BertTokenizer
 
@@ -30,7 +30,8 @@ def _runs(counts, total):
     return tf.math.cumsum(marks)[:total] - 1
 
 
-def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride):
+def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride,
+                    max_pieces=MAX_PIECES):
     """`TaggingPreprocessor(text)` with dense ops.
 
     Args:
@@ -38,9 +39,11 @@ def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride):
         vocab: its `Vocab`.
         text: tf.string [B].
         seq_length, doc_stride: as `TaggingPreprocessor`.
+        max_pieces: the pieces of a text read (`text.dense.MAX_PIECES`).
 
     Returns:
-        the `TaggingPreprocessor` features (without labels).
+        the `TaggingPreprocessor` features (without labels), and
+        `over_limit` (int32 [B]: 1 where a text holds more pieces).
     """
     words, word_start, word_end = \
         tf_text.WhitespaceTokenizer().tokenize_with_offsets(text)
@@ -62,7 +65,8 @@ def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride):
     first_piece = tf.pad(tf.math.cumsum(per_word, exclusive=True),
                          [[0, 1]], constant_values=total)
 
-    windows = dense_windows(lengths, seq_length - 2, doc_stride)
+    read, over_limit = capped(lengths, max_pieces)
+    windows = dense_windows(read, seq_length - 2, doc_stride)
     example = windows["example"]
     position = tf.range(seq_length)[None, :]
     size = windows["size"][:, None]
@@ -103,6 +107,7 @@ def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride):
         "word_char_end": chars(byte_end),
         "word_byte_start": byte_start,
         "word_byte_end": byte_end,
+        "over_limit": over_limit,
     }
 
 
@@ -113,6 +118,7 @@ class TaggingTFLiteModule(tf.Module):
     def __init__(self, model, spec, vocab):
         super().__init__(name="bert_tagger_tflite")
         self.model_variables = [v.value for v in model.variables]
+        self.max_pieces = MAX_PIECES
         tokenizer = BertTokenizer(vocab, spec.lower_case)
 
         def serve(text):
@@ -124,7 +130,8 @@ class TaggingTFLiteModule(tf.Module):
                            training=False)
             out = decode_entities(features, logits, text, spec.labels,
                                   spec.max_entities)
-            return {name: out[name] for name in OUTPUTS}
+            return {**{name: out[name] for name in OUTPUTS},
+                    "over_limit": features["over_limit"]}
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="text")], autograph=False)
