@@ -115,10 +115,10 @@ def export_tflite(checkpoint, out, quantize="none", log=print,
         "tf-text's TFLite registrar; no Flex)")
     if limit:
         log(f"requests: at most {limit:,} word pieces per text (about "
-            f"{limit * 4.5:,.0f} characters of English): TFLite reads all "
-            "of a text's windows at once, so this bounds its memory; a "
-            "longer text comes back flagged in `over_limit`, which `bert-tf "
-            "predict` refuses")
+            f"{round(limit * 4.5, -3):,.0f} characters of English): TFLite "
+            "reads all of a text's windows at once, so this bounds its "
+            "memory; a longer text comes back flagged in `over_limit`, "
+            "which `bert-tf predict` refuses")
     return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
             "quantize": quantize, "kind": kind}
 
