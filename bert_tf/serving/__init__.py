@@ -6,9 +6,12 @@ Which kinds and options each format takes is read from the kind registry
 and the writers' own arguments, not kept in a table.
 """
 
+import ast
 import importlib
+import importlib.util
 import inspect
 import warnings
+from pathlib import Path
 
 FORMATS = ("savedmodel", "hub", "tflite")
 # Arguments every writer takes that are not export options.
@@ -35,21 +38,54 @@ def export_only_kinds(format):
     return kinds
 
 
+# The writer of a fine-tuning run's export in each format: (module of
+# bert_tf.serving, function).
+_RUN_WRITERS = {"savedmodel": ("export", "export_model"),
+                "hub": ("hub", "export_hub"),
+                "tflite": ("tflite", "export_tflite")}
+
+
 def _options(function):
     return {name for name in inspect.signature(function).parameters
             if name not in _NOT_OPTIONS}
+
+
+def _declared_options(module, function):
+    """`_options` of `bert_tf.serving.<module>.<function>`, read from its
+    source, so that a usage error is refused before TensorFlow is
+    imported (seconds)."""
+    source = importlib.util.find_spec(f"bert_tf.serving.{module}").origin
+    for node in ast.parse(Path(source).read_text()).body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            arguments = node.args.args + node.args.kwonlyargs
+            return {a.arg for a in arguments} - _NOT_OPTIONS
+    raise LookupError(f"bert_tf.serving.{module} has no {function}")
+
+
+def _run_writer(format):
+    """(writer, (), options) of a run's export in `format`; its module is
+    imported when it writes."""
+    module, function = _RUN_WRITERS[format]
+
+    def write(*args, **kwargs):
+        return getattr(importlib.import_module(f"bert_tf.serving.{module}"),
+                       function)(*args, **kwargs)
+
+    return write, (), _declared_options(module, function)
 
 
 def route(format, kind=None):
     """(writer, its leading arguments, the options it takes) of an export
     of `format`; `kind` None is a fine-tuning run (its own kind), else an
     export-only kind."""
-    from bert_tf import tasks
-
     if format not in FORMATS:
         raise ValueError(f"--format {format}: use one of "
                          f"{', '.join(FORMATS)}.")
-    if kind is not None and kind not in export_only_kinds(format):
+    if kind is None:
+        return _run_writer(format)
+    from bert_tf import tasks
+
+    if kind not in export_only_kinds(format):
         kinds = export_only_kinds(format)
         raise ValueError(
             f"--format {format} exports a fine-tuning run (no --kind)"
@@ -57,15 +93,10 @@ def route(format, kind=None):
             f"{kind}.")
     module = importlib.import_module(
         f"bert_tf.serving.{'export' if format == 'savedmodel' else format}")
-    if format == "hub":
-        return module.export_hub, (), _options(module.export_hub)
     if format == "tflite":
-        own = _options(tasks.get_kind(kind).build_tflite) if kind else set()
-        return (module.export_tflite, (), {"quantize"} | own) if kind is \
-            None else (lambda *a, **k: module.export_tflite(
-                *a, kind=kind, **k), (), {"quantize"} | own)
-    if kind is None:
-        return module.export_model, (), _options(module.export_model)
+        return (lambda *a, **k: module.export_tflite(*a, kind=kind, **k),
+                (), {"quantize"} | _options(
+                    tasks.get_kind(kind).build_tflite))
     # An export-only kind has no training examples to calibrate on.
     takes = (_options(module.export) - {"calibration"}) | _options(
         tasks.get_kind(kind).build_export)
@@ -123,10 +154,13 @@ def _flag(option):
 
 
 def _refusal(name, format, kind, takes):
-    """One line: `name` does not apply here, where it does, and what does."""
-    where = [f"--format {f}" for f in FORMATS if name in route(f)[2]] + [
-        f"--kind {k}" for f in FORMATS for k in export_only_kinds(f)
-        if name in route(f, k)[2] and name not in route(f)[2]]
+    """One line: `name` does not apply here, where it does, and what does.
+    The kinds (whose registry imports TensorFlow) are asked only for an
+    option no format's run export takes."""
+    where = [f"--format {f}" for f in FORMATS if name in route(f)[2]]
+    if not where:
+        where = [f"--kind {k}" for f in FORMATS for k in export_only_kinds(f)
+                 if name in route(f, k)[2]]
     what = f"--format {format}" + (f" --kind {kind}" if kind else "")
     return (f"{_flag(name)} does not apply to {what}; it applies to "
             f"{' or '.join(dict.fromkeys(where)) or 'no export'}. This "
