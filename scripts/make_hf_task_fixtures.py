@@ -21,7 +21,9 @@ answers; for the headless `distilbert_model`, its last hidden state):
 - `distilbert_model`: a headless `DistilBertModel` (no `distilbert.`
   prefix), as `save_pretrained` of the base model writes it;
 - `bert_multiple_choice`: HF has no pipeline for it, so its ids and
-  logits on two questions of two choices.
+  logits on two questions of two choices;
+- `bert_model`, `electra_model`: headless `BertModel` and `ElectraModel`
+  (no family prefix; ELECTRA's embeddings narrower than its hidden size).
 
 Every weight is random, layer norms included (transformers starts them at
 γ = 1, β = 0, which would hide a swapped norm).
@@ -42,6 +44,7 @@ from transformers import (BertConfig, BertForMultipleChoice,
                           DistilBertConfig, DistilBertForSequenceClassification,
                           DistilBertModel, ElectraConfig,
                           ElectraForSequenceClassification, pipeline)
+from transformers import BertModel, ElectraModel
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -91,6 +94,9 @@ def models(size):
         vocab_size=size, **distil_size()))
     yield "bert_multiple_choice", BertForMultipleChoice(BertConfig(
         vocab_size=size, **SIZE))
+    yield "bert_model", BertModel(BertConfig(vocab_size=size, **SIZE))
+    yield "electra_model", ElectraModel(ElectraConfig(
+        vocab_size=size, embedding_size=16, **SIZE))
 
 
 def randomize_norms(model):
@@ -102,7 +108,7 @@ def randomize_norms(model):
 
 
 def expected(name, model, tokenizer):
-    if name == "distilbert_model":
+    if name.endswith("_model"):  # headless: the last hidden state
         batch = tokenizer(TEXTS[:3], padding=True, return_tensors="pt")
         with torch.no_grad():
             hidden = model(**batch).last_hidden_state.numpy()

@@ -92,10 +92,13 @@ def test_the_ner_export_gives_the_pipelines_entities_and_tags(tmp_path):
     assert model.head.dense.kernel.shape[-1] == 5
 
 
-def test_a_headless_distilbert_model_imports_exactly():
-    want = expected("distilbert_model")
-    encoder = bert_tf.load_encoder(f"hf:{FIXTURES / 'distilbert_model'}")
-    vocab = bert_tf.read_vocab(FIXTURES / "distilbert_model" / "vocab.txt")
+@pytest.mark.parametrize("name", ["distilbert_model", "bert_model",
+                                  "electra_model"])
+def test_a_headless_model_without_the_family_prefix_imports_exactly(name):
+    """`save_pretrained` of a base model writes no family prefix."""
+    want = expected(name)
+    encoder = bert_tf.load_encoder(f"hf:{FIXTURES / name}")
+    vocab = bert_tf.read_vocab(FIXTURES / name / "vocab.txt")
     inputs = BertPreprocessor(vocab, 16, lower_case=True)(
         tf.constant(want["texts"]))
     hidden = encoder.encoder(inputs)["sequence_output"].numpy()
