@@ -20,8 +20,10 @@ answers; for the headless `distilbert_model`, its last hidden state):
   and the argmax tag of each word's first piece;
 - `distilbert_model`: a headless `DistilBertModel` (no `distilbert.`
   prefix), as `save_pretrained` of the base model writes it;
-- `bert_multiple_choice`: HF has no pipeline for it, so its ids and
-  logits on two questions of two choices;
+- `bert_multiple_choice`, `distilbert_multiple_choice` (`pre_classifier`
+  + ReLU), `electra_multiple_choice` (its sequence summary): HF has no
+  pipeline for them, so their ids and logits on two questions of two
+  choices;
 - `bert_model`, `electra_model`: headless `BertModel` and `ElectraModel`
   (no family prefix; ELECTRA's embeddings narrower than its hidden size).
 
@@ -44,7 +46,8 @@ from transformers import (BertConfig, BertForMultipleChoice,
                           DistilBertConfig, DistilBertForSequenceClassification,
                           DistilBertModel, ElectraConfig,
                           ElectraForSequenceClassification, pipeline)
-from transformers import BertModel, ElectraModel
+from transformers import (BertModel, DistilBertForMultipleChoice,
+                          ElectraForMultipleChoice, ElectraModel)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -94,6 +97,10 @@ def models(size):
         vocab_size=size, **distil_size()))
     yield "bert_multiple_choice", BertForMultipleChoice(BertConfig(
         vocab_size=size, **SIZE))
+    yield "distilbert_multiple_choice", DistilBertForMultipleChoice(
+        DistilBertConfig(vocab_size=size, **distil_size()))
+    yield "electra_multiple_choice", ElectraForMultipleChoice(ElectraConfig(
+        vocab_size=size, embedding_size=16, **SIZE))
     yield "bert_model", BertModel(BertConfig(vocab_size=size, **SIZE))
     yield "electra_model", ElectraModel(ElectraConfig(
         vocab_size=size, embedding_size=16, **SIZE))
@@ -114,16 +121,20 @@ def expected(name, model, tokenizer):
             hidden = model(**batch).last_hidden_state.numpy()
         return {"texts": TEXTS[:3], "last_hidden_state": hidden.tolist(),
                 "attention_mask": batch["attention_mask"].tolist()}
-    if name == "bert_multiple_choice":  # HF has no pipeline for it
+    if name.endswith("_multiple_choice"):  # HF has no pipeline for it
         pairs = [(c, choice) for c, choices in CHOICES for choice in choices]
         batch = tokenizer([c for c, _ in pairs], [x for _, x in pairs],
                           padding=True, return_tensors="pt")
         shaped = {k: v.view(len(CHOICES), 2, -1) for k, v in batch.items()}
         with torch.no_grad():
-            logits = model(**shaped).logits.numpy()
+            logits = model(**{k: v for k, v in shaped.items() if k in (
+                "input_ids", "attention_mask", "token_type_ids")}).logits
+        logits = logits.numpy()
         return {"input_word_ids": shaped["input_ids"].tolist(),
                 "input_mask": shaped["attention_mask"].tolist(),
-                "input_type_ids": shaped["token_type_ids"].tolist(),
+                "input_type_ids": shaped.get(
+                    "token_type_ids", torch.zeros_like(
+                        shaped["input_ids"])).tolist(),
                 "logits": logits.tolist()}
     task = {"bert_qa": "question-answering",
             "bert_ner": "token-classification"}.get(name,

@@ -188,11 +188,14 @@ def test_finetune_goes_on_training_the_converted_head(tmp_path):
         model_of()
 
 
-def test_bert_multiple_choice_scores_as_hf():
-    want = expected("bert_multiple_choice")
-    task, model, _, _ = bert_tf.load_finetuned(FIXTURES /
-                                               "bert_multiple_choice")
-    assert task.kind == "multiple_choice"
+@pytest.mark.parametrize("name, pooling", [
+    ("bert_multiple_choice", "cls"), ("distilbert_multiple_choice",
+                                      "cls_relu"),
+    ("electra_multiple_choice", "cls_gelu")])
+def test_multiple_choice_scores_as_hf(name, pooling):
+    want = expected(name)
+    task, model, _, _ = bert_tf.load_finetuned(FIXTURES / name)
+    assert (task.kind, task.spec.pooling) == ("multiple_choice", pooling)
     inputs = {k: np.array(want[k], "int32") for k in
               ("input_word_ids", "input_mask", "input_type_ids")}
     np.testing.assert_allclose(model(inputs, training=False),

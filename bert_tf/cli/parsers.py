@@ -126,7 +126,7 @@ def _add_model_commands(sub, parser):
                         "model.ckpt.* into; for an HF checkpoint whose "
                         "config.json names a task head (…ForSequence"
                         "Classification, …ForQuestionAnswering, …ForToken"
-                        "Classification, BertForMultipleChoice), a run "
+                        "Classification, …ForMultipleChoice), a run "
                         "(task.yaml with its labels) that `bert-tf export "
                         "--run`, `predict` and `evaluate` take")
     p.add_argument("--vocab", help="vocab.txt (default: next to the input)")

@@ -1,24 +1,32 @@
-"""An HF `BertForMultipleChoice` checkpoint's head as this kind's
-(`bert_tf.tasks.hf_runs`): the pooler (part of the encoder's weights) and
-`classifier`, one score per choice. DistilBERT's (`pre_classifier` +
-ReLU) and ELECTRA's (a sequence summary) multiple-choice heads are
-refused by name."""
+"""An HF `…ForMultipleChoice` checkpoint's head as this kind's
+(`bert_tf.tasks.hf_runs`): one score per choice from each family's head.
+
+- BERT: the pooler (part of the encoder's weights) and `classifier`: our
+  `cls` pooling.
+- DistilBERT: `pre_classifier` + ReLU on `[CLS]`'s final state, then
+  `classifier`: `cls_relu`.
+- ELECTRA: its sequence summary (`sequence_summary.summary`, a dense
+  layer + GELU on the first token), then `classifier`: `cls_gelu`.
+"""
 
 from bert_tf.formats.hf import linear
 
 ARCHITECTURES = ("ForMultipleChoice",)
+_POOLING = {"bert": "cls", "distilbert": "cls_relu", "electra": "cls_gelu"}
+# (hidden layer, scoring layer) of each family's head.
+_LAYERS = {"bert": (None, "classifier"),
+           "distilbert": ("pre_classifier", "classifier"),
+           "electra": ("sequence_summary.summary", "classifier")}
 
 
 def spec_fields(hf_config, family):
-    """The multiple-choice spec's fields the checkpoint decides (none)."""
-    if family != "bert":
-        raise ValueError(
-            f"{family} multiple-choice heads are not converted (only "
-            "BertForMultipleChoice, whose head is the pooler + one dense "
-            "layer).")
-    return {}
+    """The multiple-choice spec's fields the checkpoint decides."""
+    return {"pooling": _POOLING[family]}
 
 
 def assign(model, tensors, family, where):
     """Sets `model`'s head (a `BertMultipleChoice`) from the HF tensors."""
-    model.head.dense.set_weights(list(linear(tensors, "classifier", where)))
+    hidden, output = _LAYERS[family]
+    if hidden:
+        model.head.hidden.set_weights(list(linear(tensors, hidden, where)))
+    model.head.dense.set_weights(list(linear(tensors, output, where)))

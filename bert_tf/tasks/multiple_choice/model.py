@@ -62,6 +62,11 @@ class BertMultipleChoice(TaskModel):
     Args:
         encoder: a `BertEncoder`.
         dropout: dropout rate before the scoring layer.
+        pooling: what is scored: `cls`, the pooled `[CLS]` output (the
+            paper), or `cls_relu` / `cls_gelu`, the final hidden state of
+            `[CLS]` through a dense layer of the head's own and ReLU
+            (DistilBERT's multiple-choice head) or exact GELU (ELECTRA's
+            sequence summary).
 
     Examples:
         >>> import numpy as np, keras
@@ -79,22 +84,32 @@ class BertMultipleChoice(TaskModel):
     """
 
     CHECKPOINT_ROOT = "multiple_choice"
-    CONFIG_ARGS = ("dropout",)
+    CONFIG_ARGS = ("dropout", "pooling")
+    HIDDEN_ACTIVATIONS = {"cls": None, "cls_relu": "relu",
+                          "cls_gelu": "gelu_exact"}
 
-    def __init__(self, encoder, dropout=0.1, **kwargs):
+    def __init__(self, encoder, dropout=0.1, pooling="cls", **kwargs):
+        if pooling not in self.HIDDEN_ACTIVATIONS:
+            raise ValueError(f"pooling = {pooling!r}: must be one of "
+                             f"{', '.join(self.HIDDEN_ACTIVATIONS)}.")
         # === Layers ===
         self.encoder = encoder
-        self.head = ClassificationHead(1, dropout, **self._head_args(encoder))
+        self.head = ClassificationHead(
+            1, dropout, hidden_activation=self.HIDDEN_ACTIVATIONS[pooling],
+            **self._head_args(encoder))
 
         # === Functional model ===
         inputs = {name: keras.Input(shape=(None, None), dtype="int32",
                                     name=name) for name in INPUT_NAMES}
         rows = {name: FlattenChoices(name=f"flatten_{name}")(tensor)
                 for name, tensor in inputs.items()}
-        scores = self.head(encoder(rows)["pooled_output"])
+        outputs = encoder(rows)
+        scores = self.head(outputs["pooled_output"] if pooling == "cls" else
+                           outputs["sequence_output"][:, 0, :])
         logits = ChoiceLogits(name="choice_logits")(
             scores, inputs["input_word_ids"])
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
         self.dropout = dropout
+        self.pooling = pooling

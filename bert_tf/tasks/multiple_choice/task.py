@@ -150,6 +150,7 @@ class MultipleChoice(Task):
 
     def build_model(self, encoder):
         return BertMultipleChoice(encoder, dropout=self.spec.dropout,
+                                  pooling=self.spec.pooling,
                                   dtype=encoder.dtype_policy)
 
     def compile(self, model):
