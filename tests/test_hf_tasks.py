@@ -37,6 +37,7 @@ def exported(name, tmp_path):
     return tf.saved_model.load(str(out)).signatures["serving_default"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bert_classifier",
                                   "distilbert_classifier",
                                   "electra_classifier"])
@@ -54,6 +55,7 @@ def test_a_classifier_export_answers_as_the_pipeline(name, tmp_path):
                                                        key=scores.get)
 
 
+@pytest.mark.slow
 def test_the_qa_export_answers_with_the_pipelines_best_span(tmp_path):
     """Ours is the best single span (the paper's and run_squad.py's rule).
     HF's pipeline (transformers 4.57) then adds up the scores of spans
@@ -77,6 +79,7 @@ def test_the_qa_export_answers_with_the_pipelines_best_span(tmp_path):
     assert same_text_rule == 1
 
 
+@pytest.mark.slow
 def test_the_ner_export_gives_the_pipelines_entities_and_tags(tmp_path):
     serve = exported("bert_ner", tmp_path)
     want = expected("bert_ner")
