@@ -209,6 +209,21 @@ def hf_labels(hf_config):
             for i in range(count)]
 
 
+# The pooling of each family's sequence-classification and multiple-choice
+# head, as our heads spell it: BERT's pooler, DistilBERT's dense + ReLU,
+# ELECTRA's dense + GELU on the first token.
+HEAD_POOLING = {"bert": "cls", "distilbert": "cls_relu",
+                "electra": "cls_gelu"}
+
+
+def assign_head(head, tensors, hidden, output, where):
+    """Sets a `ClassificationHead` from the torch `Linear`s `hidden` (its
+    dense layer before, or None) and `output` in `tensors`."""
+    if hidden:
+        head.hidden.set_weights(list(linear(tensors, hidden, where)))
+    head.dense.set_weights(list(linear(tensors, output, where)))
+
+
 def linear(tensors, name, where):
     """(kernel, bias) of the torch `Linear` `name` in `tensors`, as a Keras
     `Dense` holds them (the kernel transposed); a missing one is an error

@@ -10,10 +10,9 @@
   `cls_gelu`.
 """
 
-from bert_tf.formats.hf import hf_labels, linear
+from bert_tf.formats.hf import HEAD_POOLING, assign_head, hf_labels
 
 ARCHITECTURES = ("ForSequenceClassification",)
-_POOLING = {"bert": "cls", "distilbert": "cls_relu", "electra": "cls_gelu"}
 # (hidden layer, output layer) of each family's head.
 _LAYERS = {"bert": (None, "classifier"),
            "distilbert": ("pre_classifier", "classifier"),
@@ -26,12 +25,9 @@ def spec_fields(hf_config, family):
     regression = hf_config.get("problem_type") == "regression" or \
         len(labels) == 1
     return {"labels": [] if regression else labels,
-            "regression": regression, "pooling": _POOLING[family]}
+            "regression": regression, "pooling": HEAD_POOLING[family]}
 
 
 def assign(model, tensors, family, where):
     """Sets `model`'s head (a `BertClassifier`) from the HF tensors."""
-    hidden, output = _LAYERS[family]
-    if hidden:
-        model.head.hidden.set_weights(list(linear(tensors, hidden, where)))
-    model.head.dense.set_weights(list(linear(tensors, output, where)))
+    assign_head(model.head, tensors, *_LAYERS[family], where)

@@ -9,10 +9,9 @@
   layer + GELU on the first token), then `classifier`: `cls_gelu`.
 """
 
-from bert_tf.formats.hf import linear
+from bert_tf.formats.hf import HEAD_POOLING, assign_head
 
 ARCHITECTURES = ("ForMultipleChoice",)
-_POOLING = {"bert": "cls", "distilbert": "cls_relu", "electra": "cls_gelu"}
 # (hidden layer, scoring layer) of each family's head.
 _LAYERS = {"bert": (None, "classifier"),
            "distilbert": ("pre_classifier", "classifier"),
@@ -21,12 +20,9 @@ _LAYERS = {"bert": (None, "classifier"),
 
 def spec_fields(hf_config, family):
     """The multiple-choice spec's fields the checkpoint decides."""
-    return {"pooling": _POOLING[family]}
+    return {"pooling": HEAD_POOLING[family]}
 
 
 def assign(model, tensors, family, where):
     """Sets `model`'s head (a `BertMultipleChoice`) from the HF tensors."""
-    hidden, output = _LAYERS[family]
-    if hidden:
-        model.head.hidden.set_weights(list(linear(tensors, hidden, where)))
-    model.head.dense.set_weights(list(linear(tensors, output, where)))
+    assign_head(model.head, tensors, *_LAYERS[family], where)
