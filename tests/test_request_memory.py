@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.models.chunked import map_in_chunks, rows_per_step
+from bert_tf.models.chunked import (map_in_chunks, row_classes_of,
+                                    rows_per_step)
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.serving import export as export_lib
 from bert_tf.tasks.classification.model import BertClassifier
@@ -161,6 +162,41 @@ def test_a_step_holds_its_token_budget_and_no_more(rows, steps):
         {"ids": tf.ones((rows, 3), tf.int32)}, ("n",),
         tokens_per_step=240)["n"].numpy().astype(int).tolist()
     assert step_size == [n for n in steps for _ in range(n)]
+
+
+def test_row_classed_chunks_run_full_steps_and_one_branch():
+    """With row classes (fp32 exports), a request that fits one step runs
+    in its class's copy and a longer one in full steps, the last one
+    overlapping the step before: the same logits, every step of one size,
+    and one branch around the encoder (no row-class copies inside)."""
+    model = BertSpanLabeler(encoder())
+    model.encoder.branch_by_rows()
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, len(VOCAB.tokens), size=(37, 24)).astype("int32")
+    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+         "input_type_ids": np.zeros_like(ids)}
+    whole = model(x, training=False)
+
+    def chunked(x, tokens):
+        return map_in_chunks(lambda chunk: model(chunk, training=False), x,
+                             ("start_logits",), tokens_per_step=tokens,
+                             row_classes=row_classes_of(model))
+
+    for tokens in (72, 24 * 37):  # 13 steps of 3 rows; one step
+        function = tf.function(lambda x: chunked(x, tokens))
+        np.testing.assert_allclose(function(x)["start_logits"],
+                                   whole["start_logits"], atol=1e-5)
+        graph = function.get_concrete_function(x).graph.as_graph_def()
+        nodes = list(graph.node) + [n for f in graph.library.function
+                                    for n in f.node_def]
+        assert len([n for n in nodes if n.op in ("Case", "StatelessCase")]) \
+            == 1
+    step_size = map_in_chunks(
+        lambda chunk: {"n": tf.fill([tf.shape(chunk["ids"])[0]],
+                                    tf.shape(chunk["ids"])[0])},
+        {"ids": tf.ones((81, 3), tf.int32)}, ("n",), tokens_per_step=240,
+        row_classes=(7, 81))["n"].numpy().astype(int).tolist()
+    assert step_size == [80] * 81
 
 
 def test_windowed_documents_pool_after_all_chunks():

@@ -642,7 +642,7 @@ def test_tflite_windows_equal_the_preprocessors(bert_vocab):
     """The TFLite featurizer (dense ops) gives QAPreprocessor's windows,
     ids, offsets and max-context flags, on real tweets with many windows
     each and on hostile contexts."""
-    from bert_tf.tasks.span_qa.tflite import qa_windows
+    from bert_tf.tasks.span_qa.tflite import tflite_features
     from bert_tf.text.tokenizer import BertTokenizer
     questions, contexts = _wnut_pairs(120)
     hostile = ["", "   ", "\U0001F600" * 30, "\u6587\u5b57" * 50,
@@ -654,8 +654,8 @@ def test_tflite_windows_equal_the_preprocessors(bert_vocab):
                                   doc_stride=stride,
                                   max_query_length=query)(questions,
                                                           contexts)
-        dense = qa_windows(BertTokenizer(bert_vocab), bert_vocab, questions,
-                           contexts, length, stride, query)
+        dense = tflite_features(BertTokenizer(bert_vocab), bert_vocab,
+                                questions, contexts, length, stride, query)
         assert expected["input_word_ids"].shape[0] > 2 * 120
         for key, value in expected.items():
             np.testing.assert_array_equal(dense[key], value, err_msg=key)

@@ -8,12 +8,52 @@ tokens in a `tf.while_loop` and keeps only each step's small outputs
 (logits), so peak memory depends on the step, not on the text.
 """
 
+import contextlib
+import threading
+
 import tensorflow as tf
 
 # Tokens (rows x row length) per step: 64 windows of 128 tokens, whose
 # activations in MiniLM-L6 peak at about 220 MB (docs/guides/serving.md);
 # every short request, and a batch of 32 short texts, is one step.
 TOKENS_PER_STEP = 8192
+
+# The token-row counts at which oneDNN's fp32 matmuls change their blocked
+# weight layout on AVX-512 (AB16b64a below 7 rows and from 81, AB16b32a in
+# between; 2 EPYC cores, TF 2.20). A kernel that keeps its reordered
+# weights (TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1) keeps one layout only.
+ROW_CLASS_BOUNDS = (7, 81)
+
+_classed = threading.local()
+
+
+def row_class(rows, bounds=ROW_CLASS_BOUNDS):
+    """The index of the class of `rows` token rows (an int32 scalar
+    tensor) among the classes `bounds` separate: class i holds
+    `bounds[i - 1] <= rows < bounds[i]`.
+
+    Examples:
+        >>> [int(row_class(tf.constant(n))) for n in (6, 7, 80, 81)]
+        [0, 1, 1, 2]
+    """
+    return tf.raw_ops.Bucketize(input=rows, boundaries=[float(b) for b in
+                                                        bounds])
+
+
+def rows_classed():
+    """Whether the graph being traced is one `map_in_chunks` runs for one
+    row class only: an encoder inside needs no row-class copies of its
+    own (`BertEncoder.branch_by_rows`)."""
+    return getattr(_classed, "depth", 0) > 0
+
+
+@contextlib.contextmanager
+def _tracing_one_class():
+    _classed.depth = getattr(_classed, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _classed.depth -= 1
 
 
 def rows_per_step(length, tokens_per_step=TOKENS_PER_STEP):
@@ -22,7 +62,7 @@ def rows_per_step(length, tokens_per_step=TOKENS_PER_STEP):
 
 
 def map_in_chunks(function, inputs, outputs,
-                  tokens_per_step=TOKENS_PER_STEP):
+                  tokens_per_step=TOKENS_PER_STEP, row_classes=()):
     """`function(inputs)` computed a chunk of rows at a time.
 
     Args:
@@ -34,6 +74,13 @@ def map_in_chunks(function, inputs, outputs,
         outputs: the names of `function`'s outputs to keep; each comes back
             as float32 with all rows.
         tokens_per_step: tokens per step (at least one row).
+        row_classes: the row-class bounds of the encoder `function` runs
+            (`BertEncoder.branch_by_rows`; `row_classes_of(model)`), if
+            any: a request that fits one step then runs in the graph copy
+            of its class, and a longer one in steps of equal size (the
+            last one overlaps the one before), so each copy's matmuls see
+            one row class, with one branch around the encoder instead of
+            two.
 
     Returns:
         {name: float32 tensor} for `outputs`, equal to `function(inputs)`'s.
@@ -63,10 +110,13 @@ def map_in_chunks(function, inputs, outputs,
 
         def body(index, arrays):
             start = index * step
+            if row_classes:  # every step full: one row class
+                start = tf.minimum(start, rows - step)
             chunk = tf.nest.pack_sequence_as(
                 inputs, [leaf[start:start + step] for leaf in leaves])
-            return index + 1, [array.write(index, value) for array, value
-                               in zip(arrays, run(chunk))]
+            new = index * step - start  # rows the step before computed
+            return index + 1, [array.write(index, value[new:]) for
+                               array, value in zip(arrays, run(chunk))]
 
         arrays = [tf.TensorArray(tf.float32, size=steps, infer_shape=False)
                   for _ in outputs]
@@ -80,11 +130,26 @@ def map_in_chunks(function, inputs, outputs,
 
     # A request that fits one step (most) skips the loop and what it
     # costs per request: a hand-off of each input and weight it reads.
-    values = tf.cond(tf.size(leaves[0]) <= tokens_per_step,
-                     lambda: run(inputs), loop)
+    tokens = tf.size(leaves[0])
+    fits = tokens <= tokens_per_step
+    if not row_classes:
+        values = tf.cond(fits, lambda: run(inputs), loop)
+    else:
+        with _tracing_one_class():
+            values = tf.switch_case(
+                tf.where(fits, row_class(tokens, row_classes),
+                         len(row_classes) + 1),
+                [lambda: run(inputs)] * (len(row_classes) + 1) + [loop])
     results = {}
     for value, name in zip(values, outputs):
         results[name] = value
         if shapes[name].rank is not None:
             results[name].set_shape([None] + shapes[name][1:])
     return results
+
+
+def row_classes_of(model):
+    """The row-class bounds of `model`'s encoder (a task model, a
+    pre-trainer or an encoder): () unless `branch_by_rows` asked."""
+    return tuple(getattr(getattr(model, "encoder", model),
+                         "row_class_bounds", ()))

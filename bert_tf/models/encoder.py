@@ -13,6 +13,8 @@ from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
 from bert_tf.layers.norm import LayerNorm
 from bert_tf.layers.transformer import TransformerBlock, attention_logit_bias
+from bert_tf.models.chunked import (ROW_CLASS_BOUNDS, row_class,
+                                    rows_classed)
 from bert_tf.models.inlined import with_constant_weights
 from bert_tf.text.features import INPUT_NAMES
 from bert_tf.keras_compat import replace_sublayer
@@ -42,26 +44,6 @@ def from_config_with_encoder(cls, config):
     config["encoder"] = keras.saving.deserialize_keras_object(
         config["encoder"])
     return cls(**config)
-
-
-# The token-row counts at which oneDNN's fp32 matmuls change their blocked
-# weight layout on AVX-512 (AB16b64a below 7 rows and from 81, AB16b32a in
-# between; 2 EPYC cores, TF 2.20). A kernel that keeps its reordered
-# weights (TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1) keeps one layout only.
-ROW_CLASS_BOUNDS = (7, 81)
-
-
-def row_class(rows, bounds=ROW_CLASS_BOUNDS):
-    """The index of the class of `rows` token rows (an int32 scalar
-    tensor) among the classes `bounds` separate: class i holds
-    `bounds[i - 1] <= rows < bounds[i]`.
-
-    Examples:
-        >>> [int(row_class(tf.constant(n))) for n in (6, 7, 80, 81)]
-        [0, 1, 1, 2]
-    """
-    return tf.raw_ops.Bucketize(input=rows, boundaries=[float(b) for b in
-                                                        bounds])
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -359,7 +341,8 @@ class BertEncoder(keras.Model):
         else:
             def run(rows, bias):
                 return self._run_blocks(rows, bias, training)
-        if tf.executing_eagerly() or not self.row_class_bounds:
+        if (tf.executing_eagerly() or not self.row_class_bounds
+                or rows_classed()):
             return run(rows, bias)
         return tf.switch_case(
             row_class(tf.shape(rows)[0], self.row_class_bounds),

@@ -27,12 +27,16 @@ def byte_slices(text, start, end):
         ...             tf.constant([[4, 5], [2, 0]])).numpy().tolist()
         [[b'hell', b'o'], [b'b', b'']]
     """
-    start = tf.cast(start, tf.int32)
-    end = tf.cast(end, tf.int32)
-    pieces = tf_text.ByteSplitter().split_by_offsets(
-        text, tf.RaggedTensor.from_tensor(start),
-        tf.RaggedTensor.from_tensor(end))
-    return tf.reshape(pieces.flat_values, tf.shape(start))
+    shape = tf.shape(start, out_type=tf.int64)
+
+    def rows(offsets):  # K offsets a row: no ragged validation to run
+        return tf.RaggedTensor.from_uniform_row_length(
+            tf.reshape(tf.cast(offsets, tf.int32), [-1]), shape[1],
+            nrows=shape[0], validate=False)
+
+    pieces = tf_text.ByteSplitter().split_by_offsets(text, rows(start),
+                                                     rows(end))
+    return tf.reshape(pieces.flat_values, shape)
 
 
 def padded_dense(values, fill):
@@ -59,13 +63,16 @@ def rows_by_example(values, example, num_examples, fill, width=None):
                                           num_examples)
     rank = tf.range(tf.size(example)) - tf.gather(
         tf.math.cumsum(counts, exclusive=True), example)
-    if width is None:
+    if width is None:  # every row has its place
         width = tf.reduce_max(tf.concat([counts, [0]], 0))
-    kept = rank < width
-    at = tf.stack([tf.boolean_mask(example, kept),
-                   tf.boolean_mask(rank, kept)], 1)
+        at = tf.stack([example, rank], 1)
+    else:
+        kept = rank < width
+        at = tf.stack([tf.boolean_mask(example, kept),
+                       tf.boolean_mask(rank, kept)], 1)
+        values = tf.boolean_mask(values, kept)
     shape = tf.concat([[num_examples, width], tf.shape(values)[1:]], 0)
-    placed = tf.scatter_nd(at, tf.boolean_mask(values, kept), shape)
+    placed = tf.scatter_nd(at, values, shape)
     present = tf.scatter_nd(at, tf.ones_like(at[:, 0]),
                             [num_examples, width]) > 0
     present = tf.reshape(present, tf.concat(

@@ -171,6 +171,33 @@ class BertTokenizer(keras.layers.Layer):
                 tf.gather(offsets, padded_dense(starts, 0), batch_dims=1),
                 tf.gather(offsets, padded_dense(ends, 0), batch_dims=1))
 
+    def dense_with_offsets(self, text):
+        """`tokenize_with_offsets(text)` as dense rows: `ids`,
+        `byte_start`, `byte_end` (int32 [B, n_max + 1], 0 after each row)
+        and `lengths` (int32 [B]). A batch of plain text takes the fused
+        tokenizer (`fused_with_offsets`, equal there), the rest the exact
+        path."""
+        text = tf.convert_to_tensor(text, dtype=tf.string)
+
+        def exact():
+            ids, starts, ends = self.tokenize_with_offsets(text)
+            return (tf.cast(ids.row_lengths(), tf.int32),
+                    padded_dense(ids, 0), padded_dense(starts, 0),
+                    padded_dense(ends, 0))
+
+        def fused():
+            ids, starts, ends = self.fused_with_offsets(text)
+            return (tf.cast(ids.row_lengths(), tf.int32),
+                    padded_dense(ids, 0), starts, ends)
+
+        if self._fast is None:
+            values = exact()
+        else:
+            values = tf.cond(tf.reduce_all(tf.strings.regex_full_match(
+                text, self._plain_text)), fused, exact)
+        return dict(zip(("lengths", "ids", "byte_start", "byte_end"),
+                        values))
+
     @property
     def vocab_size(self):
         return len(self.vocabulary)
@@ -284,10 +311,12 @@ def byte_to_char_offsets(text, byte_starts, byte_ends):
     Args:
         text: tf.string [batch].
         byte_starts, byte_ends: int RaggedTensors [batch, (n)] of byte
-            offsets into the rows of `text` (ends exclusive).
+            offsets into the rows of `text` (ends exclusive), or dense
+            int [batch, n] ones.
 
     Returns:
-        (char_starts, char_ends): int64 RaggedTensors of the same shape,
+        (char_starts, char_ends): int64 RaggedTensors of the same shape
+        (int32 tensors for dense ones),
         code points of the text decoded as UTF-8 (invalid bytes count as
         one replacement character each, as the tokenizer reads them).
 
@@ -303,6 +332,9 @@ def byte_to_char_offsets(text, byte_starts, byte_ends):
     table = char_bytes.to_tensor(default_value=tf.int64.max)
 
     def lookup(offsets, side):
+        if not isinstance(offsets, tf.RaggedTensor):
+            return tf.searchsorted(table, tf.cast(offsets, tf.int64),
+                                   side=side, out_type=tf.int32)
         dense = tf.cast(offsets, tf.int64).to_tensor()
         found = tf.searchsorted(table, dense, side=side, out_type=tf.int64)
         return tf.RaggedTensor.from_tensor(found, lengths=offsets.row_lengths())

@@ -29,7 +29,7 @@ from bert_tf.tasks.classification.long_document import (WINDOW_KEY,
                                                         DocumentWindows)
 from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.tasks.metrics import compute
-from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.text.features import cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
@@ -291,10 +291,11 @@ def classify_in_chunks(model, inputs):
     if model.is_windowed(inputs):
         return model.pool(map_in_chunks(
             lambda chunk: model.window_outputs(chunk, training=False), rows,
-            model.window_output_names), inputs)
+            model.window_output_names, row_classes=row_classes_of(model)),
+            inputs)
     return map_in_chunks(
         lambda chunk: {"logits": model(chunk, training=False)}, rows,
-        ("logits",))["logits"]
+        ("logits",), row_classes=row_classes_of(model))["logits"]
 
 
 class ClassifierModule(TaskModule):
@@ -353,7 +354,8 @@ class ClassifierModule(TaskModule):
             outputs = map_in_chunks(
                 lambda chunk: model.encoder(chunk, training=False),
                 {k: inputs[k] for k in INPUT_NAMES},
-                ("pooled_output", "sequence_output"))
+                ("pooled_output", "sequence_output"),
+                row_classes=row_classes_of(model))
             if WINDOW_KEY in inputs:  # one row per window
                 outputs[WINDOW_KEY] = inputs[WINDOW_KEY]
             return outputs

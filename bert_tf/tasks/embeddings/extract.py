@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.layers.heads import MaskedMeanPool
-from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.storage import GPath
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
@@ -118,7 +118,8 @@ def embedding_graph(encoder, preprocessor, normalize=True,
                                            chunk["input_mask"], normalize)}
 
         return map_in_chunks(pooled, {k: inputs[k] for k in INPUT_NAMES},
-                             ("embedding",))["embedding"]
+                             ("embedding",),
+                             row_classes=row_classes_of(encoder))["embedding"]
 
     return embed
 
@@ -139,7 +140,7 @@ def word_feature_graph(encoder, preprocessor, layers, fixed_length=False):
 
         combined = map_in_chunks(
             combined_layers, {k: windows[k] for k in INPUT_NAMES},
-            ("combined",))["combined"]
+            ("combined",), row_classes=row_classes_of(encoder))["combined"]
         return {"features": word_values(windows, combined),
                 "count": windows["num_words"],
                 "start": windows["word_char_start"],

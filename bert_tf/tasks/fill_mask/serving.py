@@ -17,7 +17,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf import checkpoints
-from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.models.pretrainer import BertPretrainer
 from bert_tf.tasks.base import (ExportKind, TaskModule, check_lengths,
                                 register, served_text_batches, string_batch)
@@ -90,7 +90,7 @@ def fill_mask_graph(pretrainer, tokenizer, spec, fixed_length=False):
         best = map_in_chunks(
             best_tokens,
             {k: features[k] for k in (*INPUT_NAMES, "masked_lm_positions")},
-            ("probabilities", "ids"))
+            ("probabilities", "ids"), row_classes=row_classes_of(pretrainer))
         probabilities = best["probabilities"]
         ids = tf.cast(best["ids"], tf.int32)
         real = tf.range(max_masks)[None, :] < features["count"][:, None]

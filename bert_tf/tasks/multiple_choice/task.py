@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 import bert_tf.tasks.multiple_choice.hf_head as hf_head
-from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 string_batch)
 from bert_tf.tasks.multiple_choice.config import MultipleChoiceConfig
@@ -229,7 +229,8 @@ class MultipleChoiceModule(TaskModule):
                                          fixed_length)
             logits = map_in_chunks(
                 lambda chunk: {"logits": model(chunk, training=False)},
-                inputs, ("logits",))["logits"]
+                inputs, ("logits",),
+                row_classes=row_classes_of(model))["logits"]
             return choose(logits, choices, count)
 
         context_spec = tf.TensorSpec([None], tf.string, name="context")

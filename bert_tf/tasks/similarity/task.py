@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts, register,
                                 same_batch, string_batch)
 from bert_tf.tasks.metrics import compute
@@ -164,7 +164,7 @@ def score_graph(model, preprocessor, fixed_length=False):
                              trim=not fixed_length)
         return map_in_chunks(
             lambda chunk: {"score": model(chunk, training=False)}, inputs,
-            ("score",))["score"]
+            ("score",), row_classes=row_classes_of(model))["score"]
 
     return score
 
@@ -193,7 +193,8 @@ class SimilarityModule(TaskModule):
             return map_in_chunks(
                 lambda chunk: {"embedding": model.embed(chunk,
                                                         training=False)},
-                {k: inputs[k] for k in INPUT_NAMES}, ("embedding",))
+                {k: inputs[k] for k in INPUT_NAMES}, ("embedding",),
+                row_classes=row_classes_of(model))
 
         self.serve = tf.function(serve, input_signature=[
             tf.TensorSpec([None], tf.string, name="text"),

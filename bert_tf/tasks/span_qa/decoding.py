@@ -29,13 +29,25 @@ _NEG = -1e30
 
 
 def _per_example(values, example_index, num_examples, fill):
-    """[W, ...] window rows -> [B, C + 1] rows per example (window-major;
-    one extra `fill` column, so even an empty request has a column)."""
-    flat = tf.reshape(values, [tf.shape(values)[0], -1])
-    rows = rows_by_example(flat, example_index, num_examples, fill)
-    merged = tf.reshape(rows, [num_examples, tf.shape(rows)[1] *
-                               tf.shape(flat)[1]])
-    return tf.pad(merged, [[0, 0], [0, 1]], constant_values=fill)
+    """{name: [W, ...]} window rows -> {name: [B, C + 1]} rows per example
+    (window-major; one extra `fill[name]` column, so even an empty request
+    has a column), all placed by one scatter (floats by their bits)."""
+    names = sorted(values)
+    flat = [tf.reshape(values[n], [tf.shape(values[n])[0], -1])
+            for n in names]
+    bits = tf.stack([tf.bitcast(v, tf.int32) if v.dtype == tf.float32
+                     else tf.cast(v, tf.int32) for v in flat], -1)
+    fills = tf.stack([tf.bitcast(tf.constant(fill[n], v.dtype), tf.int32)
+                      if v.dtype == tf.float32 else tf.constant(fill[n])
+                      for n, v in zip(names, flat)])
+    rows = rows_by_example(bits, example_index, num_examples, fills)
+    shape = tf.shape(rows)
+    merged = tf.reshape(rows, [num_examples, shape[1] * shape[2], -1])
+    merged = tf.concat([merged, tf.broadcast_to(
+        fills, [num_examples, 1, len(names)])], 1)
+    return {n: tf.bitcast(merged[..., i], tf.float32)
+            if flat[i].dtype == tf.float32 else merged[..., i]
+            for i, n in enumerate(names)}
 
 
 def decode_answers(features, start_logits, end_logits, context,
@@ -126,18 +138,16 @@ def _span_candidates(features, start_logits, end_logits, n_best_size,
         return tf.broadcast_to(tf.expand_dims(at(name, index), axis),
                                tf.shape(span))
 
-    index = features["example_index"]
-    offsets = {}
+    grids, fill = {"score": tf.where(valid, score, _NEG)}, {"score": _NEG}
     for unit in ("char", "byte"):
-        fill = -1 if unit == "char" else 0
-        offsets[f"{unit}_start"] = _per_example(
-            grid(f"token_{unit}_start", start_index, 2), index,
-            num_examples, fill)
-        offsets[f"{unit}_end"] = _per_example(
-            grid(f"token_{unit}_end", end_index, 1), index, num_examples,
-            fill)
-    return _per_example(tf.where(valid, score, _NEG), index, num_examples,
-                        _NEG), offsets
+        for side, index, axis in (("start", start_index, 2),
+                                  ("end", end_index, 1)):
+            name = f"{unit}_{side}"
+            grids[name] = grid(f"token_{name}", index, axis)
+            fill[name] = -1 if unit == "char" else 0
+    rows = _per_example(grids, features["example_index"], num_examples,
+                        fill)
+    return rows.pop("score"), rows
 
 
 def _distinct_answers(score, offsets, context, n_best_size):

@@ -22,12 +22,11 @@ returned as well, to slice answers out of the original bytes exactly.
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from bert_tf.text.dense import (dense_windows, max_context, padded_dense)
 from bert_tf.text.features import INPUT_NAMES, legacy_seq_length
 from bert_tf.text.tokenizer import (BertTokenizer, byte_to_char_offsets,
                                     preprocessor_config)
-from bert_tf.text.windows import gather_pieces, place, stride_windows
 
 FEATURE_NAMES = (*INPUT_NAMES, "example_index", "token_char_start",
                  "token_char_end", "token_byte_start", "token_byte_end", "token_is_max_context")
@@ -102,86 +101,114 @@ class QAPreprocessor(keras.layers.Layer):
         self.built = True
 
     def call(self, question, context, answer_start=None, answer_end=None):
-        vocab = self.tokenizer.vocab
-        length, stride = self.seq_length, self.doc_stride
         question = tf.convert_to_tensor(question, tf.string)
         context = tf.convert_to_tensor(context, tf.string)
-        query = self.tokenizer(question)[:, :self.max_query_length]
-        ids, byte_start, byte_end = self.tokenizer.tokenize_with_offsets(
-            context)
-        char_start, char_end = byte_to_char_offsets(context, byte_start,
-                                                    byte_end)
-
-        query_len = query.row_lengths()
-        windows = stride_windows(ids.row_lengths(), length - query_len - 3,
-                                 stride)
-        example, first, last = (windows[k] for k in ("example", "first",
-                                                      "last"))
-
-        def take(values):
-            return gather_pieces(values, windows)
-
-        word_ids, type_ids = tf_text.combine_segments(
-            [tf.gather(query, example), take(ids)],
-            start_of_sequence_id=vocab.cls_id, end_of_segment_id=vocab.sep_id)
-        word_ids, mask = tf_text.pad_model_inputs(word_ids, length,
-                                                  pad_value=vocab.pad_id)
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, length)
-        # Per-position arrays: -1 on [CLS] + question + [SEP], the values
-        # on the context pieces, -1 on the last [SEP] and padding.
-        lead = tf.gather(query_len, example) + 2
-
-        def placed(values, fill=-1):
-            return place(values, lead, length, fill)
-
-        is_max = tf.cast(windows["is_max"], tf.int64)
-        features = {
-            "input_word_ids": tf.cast(word_ids, tf.int32),
-            "input_mask": tf.cast(mask, tf.int32),
-            "input_type_ids": tf.cast(type_ids, tf.int32),
-            "example_index": tf.cast(example, tf.int32),
-            "token_char_start": placed(take(char_start)),
-            "token_char_end": placed(take(char_end)),
-            "token_byte_start": placed(take(byte_start)),
-            "token_byte_end": placed(take(byte_end)),
-            "token_is_max_context": tf.cast(placed(is_max, 0), tf.bool),
-        }
+        query = self.tokenizer(question)
+        pieces = self.tokenizer.dense_with_offsets(context)
+        pieces["char_start"], pieces["char_end"] = byte_to_char_offsets(
+            context, pieces["byte_start"], pieces["byte_end"])
+        features, windows = qa_windows(
+            self.tokenizer.vocab, query, pieces, self.seq_length,
+            self.doc_stride, self.max_query_length)
         if answer_start is not None:
-            features.update(self._positions(
-                char_start, char_end, answer_start, answer_end, example,
-                first, last, lead))
+            features.update(_positions(pieces, answer_start, answer_end,
+                                       windows))
         return features
-
-    def _positions(self, char_start, char_end, answer_start, answer_end,
-                   example, first, last, lead):
-        """Start/end labels per window (0, `[CLS]`, where the answer is not
-        wholly inside the window or there is none)."""
-        answer_start = tf.cast(answer_start, tf.int64)
-        answer_end = tf.cast(answer_end, tf.int64)
-        big = tf.int64.max
-        # First piece ending after the answer starts, last piece starting
-        # before it ends (pieces are in text order).
-        start_piece = tf.reduce_sum(tf.cast(
-            char_end.to_tensor(default_value=big) <= answer_start[:, None],
-            tf.int64), axis=1)
-        end_piece = tf.reduce_sum(tf.cast(
-            char_start.to_tensor(default_value=big) < answer_end[:, None],
-            tf.int64), axis=1) - 1
-        possible = (answer_start >= 0) & (answer_end > answer_start) & \
-            (end_piece >= start_piece)
-        start_piece = tf.gather(start_piece, example)
-        end_piece = tf.gather(end_piece, example)
-        inside = tf.gather(possible, example) & (start_piece >= first) & \
-            (end_piece < last)
-        return {
-            "start_positions": tf.cast(tf.where(
-                inside, start_piece - first + lead, 0), tf.int32),
-            "end_positions": tf.cast(tf.where(
-                inside, end_piece - first + lead, 0), tf.int32),
-        }
 
     def get_config(self):
         return preprocessor_config(
             super().get_config(), self.tokenizer,
             seq_length=self.seq_length, doc_stride=self.doc_stride,
             max_query_length=self.max_query_length)
+
+
+def qa_windows(vocab, query, pieces, seq_length, doc_stride,
+               max_query_length):
+    """The windows of questions and tokenized contexts, in dense ops: what
+    `QAPreprocessor` and the TFLite graph (`span_qa/tflite.py`) share.
+
+    Args:
+        vocab: the `Vocab`.
+        query: the questions' pieces, ragged [B, (q)].
+        pieces: the contexts' pieces, dense (`BertTokenizer.
+            dense_with_offsets`): `lengths` [B] and `ids`, `byte_start`,
+            `byte_end`, `char_start`, `char_end`, int [B, n] (n past the
+            longest row).
+        seq_length, doc_stride, max_query_length: as `QAPreprocessor`.
+
+    Returns:
+        (features, windows): the `QAPreprocessor` features without answer
+        positions, and the `text.dense.dense_windows` they came from
+        (with `lead`, the position of each window's first context piece).
+    """
+    query_len = tf.minimum(tf.cast(query.row_lengths(), tf.int32),
+                           max_query_length)
+    query = padded_dense(query, vocab.pad_id)
+    windows = dense_windows(pieces["lengths"],
+                            seq_length - query_len - 3, doc_stride)
+    example = windows["example"]
+    position = tf.range(seq_length)[None, :]
+    asked = tf.gather(query_len, example)[:, None]
+    lead = asked + 2
+    end = lead + windows["size"][:, None]
+    piece = windows["first"][:, None] + position - lead
+    in_query = (position >= 1) & (position <= asked)
+    in_context = (position >= lead) & (position < end)
+    # Every per-piece value of a window in one gather.
+    per_piece = tf.stack([tf.cast(pieces[k], tf.int32) for k in _PER_PIECE],
+                         -1)
+    rows = tf.broadcast_to(example[:, None], tf.shape(piece))
+    at = tf.clip_by_value(piece, 0, tf.shape(per_piece)[1] - 1)
+    values = tf.unstack(tf.where(
+        in_context[..., None],
+        tf.gather_nd(per_piece, tf.stack([rows, at], -1)), -1), axis=-1)
+    placed = dict(zip(_PER_PIECE, values))
+    asked_ids = tf.gather(query, example)
+    word_ids = tf.where(in_context, placed.pop("ids"), vocab.pad_id)
+    word_ids = tf.where(in_query, tf.gather(
+        asked_ids, tf.clip_by_value(position[0] - 1, 0,
+                                    tf.shape(query)[1] - 1), axis=1),
+        word_ids)
+    word_ids = tf.where((position == asked + 1) | (position == end),
+                        vocab.sep_id, word_ids)
+    word_ids = tf.where(position == 0, vocab.cls_id, word_ids)
+    features = {
+        "input_word_ids": word_ids,
+        "input_mask": tf.cast(position <= end, tf.int32),
+        "input_type_ids": tf.cast(in_context | (position == end), tf.int32),
+        "example_index": example,
+        **{f"token_{k}": v for k, v in placed.items()},
+        "token_is_max_context": in_context & max_context(windows, piece),
+    }
+    return features, {**windows, "lead": lead[:, 0]}
+
+
+# The values of each context piece that a window carries, in one tensor.
+_PER_PIECE = ("ids", "char_start", "char_end", "byte_start", "byte_end")
+
+
+def _positions(pieces, answer_start, answer_end, windows):
+    """Start/end labels per window (0, `[CLS]`, where the answer is not
+    wholly inside the window or there is none)."""
+    answer_start = tf.cast(answer_start, tf.int32)[:, None]
+    answer_end = tf.cast(answer_end, tf.int32)[:, None]
+    real = tf.range(tf.shape(pieces["ids"])[1])[None, :] < \
+        pieces["lengths"][:, None]
+    # First piece ending after the answer starts, last piece starting
+    # before it ends (pieces are in text order).
+    start_piece = tf.reduce_sum(tf.cast(
+        real & (pieces["char_end"] <= answer_start), tf.int32), axis=1)
+    end_piece = tf.reduce_sum(tf.cast(
+        real & (pieces["char_start"] < answer_end), tf.int32), axis=1) - 1
+    possible = (answer_start[:, 0] >= 0) & \
+        (answer_end[:, 0] > answer_start[:, 0]) & (end_piece >= start_piece)
+    example, first = windows["example"], windows["first"]
+    start_piece = tf.gather(start_piece, example)
+    end_piece = tf.gather(end_piece, example)
+    inside = tf.gather(possible, example) & (start_piece >= first) & \
+        (end_piece < first + windows["size"])
+    lead = windows["lead"]
+    return {
+        "start_positions": tf.where(inside, start_piece - first + lead, 0),
+        "end_positions": tf.where(inside, end_piece - first + lead, 0),
+    }

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 import bert_tf.tasks.span_qa.hf_head as hf_head
-from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.storage import GPath
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
@@ -293,7 +293,7 @@ def answer_graph(model, preprocessor, spec, fixed_length=False):
         logits = map_in_chunks(
             lambda chunk: model(chunk, training=False),
             {k: features[k] for k in INPUT_NAMES},
-            ("start_logits", "end_logits"))
+            ("start_logits", "end_logits"), row_classes=row_classes_of(model))
         return decode_answers(
             features, logits["start_logits"], logits["end_logits"], context,
             n_best_size=spec.n_best_size,

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 import bert_tf.tasks.tagging.hf_head as hf_head
 from bert_tf.samples import readers
-from bert_tf.models.chunked import map_in_chunks
+from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 served_text_batches, string_batch)
@@ -237,7 +237,7 @@ def tag_graph(model, preprocessor, spec, fixed_length=False):
         logits = map_in_chunks(
             lambda chunk: {"logits": model(chunk, training=False)},
             {k: window_features[k] for k in INPUT_NAMES},
-            ("logits",))["logits"]
+            ("logits",), row_classes=row_classes_of(model))["logits"]
         return decode_entities(window_features, logits, text,
                                spec.labels, spec.max_entities)
 
