@@ -14,13 +14,13 @@ Offsets are Unicode code points into the caller's string.
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from bert_tf.text.dense import (capped, dense_windows, max_context,
+                                padded_dense, split_words)
 from bert_tf.text.features import (INPUT_NAMES, cut_to_longest,
                                    legacy_seq_length)
 from bert_tf.text.tokenizer import (BertTokenizer, byte_to_char_offsets,
                                     preprocessor_config)
-from bert_tf.text.windows import gather_pieces, place, stride_windows
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -82,66 +82,27 @@ class TaggingPreprocessor(keras.layers.Layer):
         self.built = True
 
     def call(self, text, word_labels=None):
-        vocab = self.tokenizer.vocab
-        length = self.seq_length
         text = tf.convert_to_tensor(text, tf.string)
-        words, byte_start, byte_end = tf_text.regex_split_with_offsets(
-            text, r"\s+")
-        char_start, char_end = byte_to_char_offsets(text, byte_start,
-                                                    byte_end)
-        pieces = self.tokenizer(words.flat_values)          # [words, (p)]
-        empty = tf.cast(pieces.row_lengths() == 0, tf.int64)
-        unknown = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(empty)], vocab.unk_id), empty)
-        pieces = tf.concat([pieces, tf.cast(unknown, pieces.dtype)], axis=1)
-        per_word = pieces.row_lengths()
-        per_sentence = tf.reduce_sum(words.with_flat_values(per_word),
-                                     axis=1)
-        ids = tf.RaggedTensor.from_row_lengths(pieces.flat_values,
-                                               per_sentence)
-        # The word of each piece (within its sentence), on its first piece.
-        word_in_sentence = tf.ragged.range(words.row_lengths()).flat_values
-        first = tf.ragged.range(per_word).flat_values == 0
-        word_of_piece = tf.repeat(word_in_sentence, per_word)
-        first_word = ids.with_flat_values(tf.where(first, word_of_piece, -1))
-
-        windows = stride_windows(per_sentence, length - 2, self.doc_stride)
-        packed, _ = tf_text.combine_segments(
-            [gather_pieces(ids, windows)], start_of_sequence_id=vocab.cls_id,
-            end_of_segment_id=vocab.sep_id)
-        word_ids, mask = tf_text.pad_model_inputs(packed, length,
-                                                  pad_value=vocab.pad_id)
-        lead = tf.ones_like(windows["example"])
-        word_index = place(gather_pieces(first_word, windows), lead, length)
-        is_max = place(tf.cast(windows["is_max"], tf.int64), lead, length, 0)
-        predicted = (word_index >= 0) & (is_max > 0)
-
-        def per_sentence_words(values):
-            return tf.cast(values.to_tensor(default_value=-1), tf.int32)
-
-        features = {
-            "input_word_ids": tf.cast(word_ids, tf.int32),
-            "input_mask": tf.cast(mask, tf.int32),
-            "input_type_ids": tf.zeros_like(tf.cast(word_ids, tf.int32)),
-            "example_index": tf.cast(windows["example"], tf.int32),
-            "word_index": word_index,
-            "word_is_max": predicted,
-            "num_words": tf.cast(words.row_lengths(), tf.int32),
-            "word_char_start": per_sentence_words(char_start),
-            "word_char_end": per_sentence_words(char_end),
-            "word_byte_start": per_sentence_words(byte_start),
-            "word_byte_end": per_sentence_words(byte_end),
-        }
+        words, num_words, byte_start, byte_end = split_words(text)
+        char_start, char_end = byte_to_char_offsets(
+            text, tf.maximum(byte_start, 0), tf.maximum(byte_end, 0))
+        features = word_windows(
+            self.tokenizer.vocab, num_words, self.tokenizer(words),
+            {"byte_start": byte_start, "byte_end": byte_end,
+             "char_start": tf.where(byte_start >= 0, char_start, -1),
+             "char_end": tf.where(byte_end >= 0, char_end, -1)},
+            self.seq_length, self.doc_stride)
         if word_labels is not None:
-            labels = tf.cast(word_labels, tf.int64).to_tensor(
+            word_index = features["word_index"]
+            labels = tf.cast(word_labels, tf.int32).to_tensor(
                 default_value=0)
-            sentence = tf.cast(windows["example"], tf.int32)
-            rows = tf.broadcast_to(sentence[:, None], tf.shape(word_index))
+            rows = tf.broadcast_to(features["example_index"][:, None],
+                                   tf.shape(word_index))
             at = tf.stack([rows, tf.maximum(word_index, 0)], axis=-1)
             features["labels"] = tf.where(
-                word_index >= 0, tf.cast(tf.gather_nd(labels, at), tf.int32),
-                0)
-            features["label_weights"] = tf.cast(predicted, tf.float32)
+                word_index >= 0, tf.gather_nd(labels, at), 0)
+            features["label_weights"] = tf.cast(features["word_is_max"],
+                                                tf.float32)
         return features
 
     def trimmed(self, text, fixed_length=False):
@@ -158,3 +119,83 @@ class TaggingPreprocessor(keras.layers.Layer):
         return preprocessor_config(
             super().get_config(), self.tokenizer,
             seq_length=self.seq_length, doc_stride=self.doc_stride)
+
+
+def _runs(counts, total):
+    """The run each of `total` items is in, for runs of `counts` items
+    (int32 [total]; empty runs are skipped)."""
+    starts = tf.math.cumsum(counts, exclusive=True)
+    marks = tf.scatter_nd(starts[:, None], tf.ones_like(starts), [total + 1])
+    return tf.math.cumsum(marks)[:total] - 1
+
+
+def word_windows(vocab, num_words, pieces, offsets, seq_length, doc_stride,
+                 max_pieces=None):
+    """The windows of tokenized sentences, in dense ops: what
+    `TaggingPreprocessor` and the TFLite graph (`tasks/tagging/tflite.py`)
+    share.
+
+    Args:
+        vocab: the `Vocab`.
+        num_words: int32 [B] words per sentence.
+        pieces: the pieces of every word of the batch, ragged
+            [words, (p)]; a word with none reads `[UNK]`.
+        offsets: the words' `byte_start`, `byte_end`, `char_start`,
+            `char_end`, int32 [B, N] (-1 padded).
+        seq_length, doc_stride: as `TaggingPreprocessor`.
+        max_pieces: if given, the pieces of a sentence read; the output
+            then has `over_limit` (int32 [B], 1 where a sentence holds
+            more).
+
+    Returns:
+        the `TaggingPreprocessor` features without labels.
+    """
+    # A word the tokenizer drops reads [UNK] (the padding here).
+    per_word = tf.maximum(tf.cast(pieces.row_lengths(), tf.int32), 1)
+    pieces = tf.pad(padded_dense(pieces, vocab.unk_id), [[0, 1], [0, 0]],
+                    constant_values=vocab.unk_id)
+    total_words = tf.size(per_word)
+    sentence = _runs(num_words, total_words)
+    lengths = tf.math.unsorted_segment_sum(per_word, sentence,
+                                           tf.size(num_words))
+    total = tf.reduce_sum(per_word)
+    # Per piece of all sentences: its word; per word: its first piece.
+    # One padding entry each keeps every gather in range.
+    word_of_piece = tf.pad(_runs(per_word, total), [[0, 1]],
+                           constant_values=total_words)
+    first_piece = tf.pad(tf.math.cumsum(per_word, exclusive=True),
+                         [[0, 1]], constant_values=total)
+    limited = {}
+    if max_pieces is not None:
+        lengths, limited["over_limit"] = capped(lengths, max_pieces)
+    windows = dense_windows(lengths, seq_length - 2, doc_stride)
+    example = windows["example"]
+    position = tf.range(seq_length)[None, :]
+    size = windows["size"][:, None]
+    piece = windows["first"][:, None] + position - 1
+    in_text = (position >= 1) & (position <= size)
+    sentence_start = tf.math.cumsum(lengths, exclusive=True)
+    at = tf.clip_by_value(tf.gather(sentence_start, example)[:, None] +
+                          piece, 0, total)
+    word = tf.gather(word_of_piece, at)
+    within = at - tf.gather(first_piece, word)
+    ids = tf.gather_nd(pieces, tf.stack([word, tf.clip_by_value(
+        within, 0, tf.shape(pieces)[1] - 1)], -1))
+    word_ids = tf.where(in_text, ids, vocab.pad_id)
+    word_ids = tf.where(position == size + 1, vocab.sep_id, word_ids)
+    word_ids = tf.where(position == 0, vocab.cls_id, word_ids)
+    first_word = tf.math.cumsum(num_words, exclusive=True)
+    word_index = tf.where(in_text & (within == 0), word - tf.gather(
+        first_word, example)[:, None], -1)
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": tf.cast(position <= size + 1, tf.int32),
+        "input_type_ids": tf.zeros_like(word_ids),
+        "example_index": example,
+        "word_index": word_index,
+        "word_is_max": (word_index >= 0) & max_context(windows, piece),
+        "num_words": num_words,
+        **{f"word_{k}": offsets[k] for k in ("char_start", "char_end",
+                                              "byte_start", "byte_end")},
+        **limited,
+    }
