@@ -15,7 +15,8 @@ from bert_tf.layers.norm import LayerNorm
 from bert_tf.layers.transformer import TransformerBlock, attention_logit_bias
 from bert_tf.models.chunked import (ROW_CLASS_BOUNDS, row_class,
                                     rows_classed)
-from bert_tf.models.inlined import with_constant_weights
+from bert_tf.models.inlined import (vectors_as_constants,
+                                    with_constant_weights)
 from bert_tf.text.features import INPUT_NAMES
 from bert_tf.keras_compat import replace_sublayer
 
@@ -136,6 +137,7 @@ class BertEncoder(keras.Model):
         self.config = config
         self.row_class_bounds = ()
         self.weights_inlined = False
+        self.vectors_served = False
         self._inlined_functions = {}
 
     def branch_by_rows(self, bounds=ROW_CLASS_BOUNDS):
@@ -283,10 +285,13 @@ class BertEncoder(keras.Model):
         """From now on (until `serving_form(False)`), traced graphs take the
         served form of each layer where it differs from training's: the
         layer norms in one op less (`bert_tf.layers.norm`). What every
-        export traces; the weights stay variables."""
+        export traces; the matrices stay variables, the vectors (biases,
+        gammas, betas) are read as constants (`bert_tf.models.inlined.
+        vectors_as_constants`)."""
         for layer in self._flatten_layers():
             if isinstance(layer, LayerNorm):
                 layer.served = bool(enabled)
+        self.vectors_served = bool(enabled)
 
     def inlined_variables(self):
         """The variables traced graphs read as constants: all the
@@ -312,6 +317,9 @@ class BertEncoder(keras.Model):
             return self._inlined("forward", [
                 v for v in self.inlined_variables() if id(v) not in blocks],
                 self._forward)(inputs)
+        if self.vectors_served and not training:
+            with vectors_as_constants(self.variables):
+                return self._forward(inputs)
         return self._forward(inputs, training)
 
     def _forward(self, inputs, training=None):

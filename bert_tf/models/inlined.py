@@ -13,8 +13,13 @@ function library and at each call site it inlines (a loaded BERT-Base
 SavedModel held 18 GB), so exports keep their weights as variables.
 """
 
+import contextlib
+import threading
+
 import keras
 import tensorflow as tf
+
+_vectors = threading.local()
 
 
 def with_constant_weights(variables, function):
@@ -50,3 +55,51 @@ def with_constant_weights(variables, function):
             return function(*args)
 
     return tf.function(traced, autograph=False)
+
+
+@contextlib.contextmanager
+def vectors_as_constants(variables):
+    """Within it, traced layers read the float weights of rank 0 or 1
+    among `variables` (biases, layer-norm gammas and betas) as constants
+    of the graph being traced, named by the variables' paths; the others
+    stay variables. What a served graph does: a variable costs a request
+    a handle, a read and a hand-off into each function and branch around
+    it (five nodes in an fp32 export), a constant one node, and the
+    vectors are small enough to copy with each branch and function
+    library (which made whole-model constants cost 18 GB for BERT-Base).
+    Eagerly, or inside another such scope, it does nothing.
+
+    Examples:
+        >>> dense = keras.layers.Dense(2)
+        >>> dense.build((None, 3))
+        >>> @tf.function
+        ... def served(x):
+        ...     with vectors_as_constants(dense.variables):
+        ...         return dense(x)
+        >>> x = tf.ones((1, 3))
+        >>> graph = served.get_concrete_function(x).graph
+        >>> sorted(n.name for n in graph.as_graph_def().node
+        ...        if n.op == "Const" and "bias" in n.name)
+        ['dense/bias']
+        >>> bool(tf.reduce_all(served(x) == dense(x)))
+        True
+    """
+    if tf.executing_eagerly() or getattr(_vectors, "active", False):
+        yield
+        return
+    variables = [v for v in variables if len(v.shape) <= 1 and
+                 "float" in str(v.dtype)]
+    with tf.init_scope():  # their values, read eagerly
+        values = [v.numpy() for v in variables]
+    # At the graph's top scope, so that they are named as the variables
+    # (`bert_tf.serving.weights.graph_constants` finds them by path).
+    with tf.compat.v1.get_default_graph().name_scope(""):
+        constants = [tf.constant(value, name=v.path)
+                     for v, value in zip(variables, values)]
+    _vectors.active = True
+    try:
+        with keras.StatelessScope(state_mapping=list(zip(variables,
+                                                         constants))):
+            yield
+    finally:
+        _vectors.active = False

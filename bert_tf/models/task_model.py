@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool
+from bert_tf.models.inlined import vectors_as_constants
 from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder,
                                     encoder_inputs, from_config_with_encoder,
                                     select_inputs)
@@ -118,6 +119,9 @@ class TaskModel(keras.Model):
                 [v for v in self.variables if id(v) not in inlined and
                  "float" in str(v.dtype)],
                 lambda x: run(x, training=False))(inputs)
+        if getattr(self.encoder, "vectors_served", False) and not training:
+            with vectors_as_constants(self.variables):  # the head's too
+                return run(inputs, training=training, mask=mask, **kwargs)
         return run(inputs, training=training, mask=mask, **kwargs)
 
     def checkpoint_heads(self):
