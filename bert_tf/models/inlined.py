@@ -70,7 +70,7 @@ def vectors_as_constants(variables):
     Eagerly, or inside another such scope, it does nothing.
 
     Examples:
-        >>> dense = keras.layers.Dense(2)
+        >>> dense = keras.layers.Dense(2, name="head")
         >>> dense.build((None, 3))
         >>> @tf.function
         ... def served(x):
@@ -80,7 +80,7 @@ def vectors_as_constants(variables):
         >>> graph = served.get_concrete_function(x).graph
         >>> sorted(n.name for n in graph.as_graph_def().node
         ...        if n.op == "Const" and "bias" in n.name)
-        ['dense/bias']
+        ['head/bias']
         >>> bool(tf.reduce_all(served(x) == dense(x)))
         True
     """

@@ -32,10 +32,13 @@ def restore_exported_weights(model, loaded, export_dir):
 
     # Weights only: dropout's seed states are neither read nor saved.
     weights = [v for v in model.variables if "float" in str(v.dtype)]
-    constants = graph_constants(export_dir, [v.path for v in weights])
-    rest = [v for v in weights if v.path not in constants]
     saved = [v for v in getattr(loaded, "model_variables", [])
              if v.dtype.is_floating]
+    # An export keeps every weight as a variable, though its graphs read
+    # the vectors as constants (`BertEncoder.serving_form`).
+    constants = {} if len(saved) == len(weights) else graph_constants(
+        export_dir, [v.path for v in weights])
+    rest = [v for v in weights if v.path not in constants]
     if len(saved) != len(rest) or any(
             tuple(a.shape) != tuple(b.shape) for a, b in zip(saved, rest)) \
             or any(tuple(constants[v.path].shape) != tuple(v.shape)
