@@ -26,7 +26,7 @@ import tensorflow as tf  # noqa: E402
 from bert_tf import tasks  # noqa: E402
 from bert_tf import precision as precision_lib  # noqa: E402
 from bert_tf.serving import quantize as quantize_lib  # noqa: E402
-from bert_tf.serving.export import (export_encoder, export_model,  # noqa: E402
+from bert_tf.serving.export import (export, export_model,  # noqa: E402
                                     load_exported)
 from bert_tf.precision import (cpu_bf16_flags,  # noqa: E402
                                         cpu_int8_flags)
@@ -86,9 +86,9 @@ def embedding_cosines(directory, count=1000):
             ("fp32", "fp32", None), ("int8", "int8", None),
             ("int8, calibrated", "int8", calibration)):
         out = directory / name.replace(", ", "_") / "1"
-        export_encoder(f"hf:{samples.fetch('minilm')}", out,
-                       log=lambda *a: None, precision=precision,
-                       calibration_texts=texts_file)
+        export("embeddings", f"hf:{samples.fetch('minilm')}", out,
+               log=lambda *a: None, precision=precision,
+               calibration_texts=texts_file)
         serve = load_exported(out).signatures["serving_default"]
         embedded[name] = np.concatenate([
             serve(text=tf.constant(texts[i:i + 64]))["embedding"].numpy()

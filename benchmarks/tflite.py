@@ -30,9 +30,9 @@ tf.config.threading.set_inter_op_parallelism_threads(THREADS)
 
 from bert_tf.serving.export import (export_model, load_exported,  # noqa: E402
                                     predict_texts)
-from bert_tf.serving.tflite import TFLiteClassifier  # noqa: E402
+from bert_tf.serving.tflite import TFLiteModel  # noqa: E402
 from bert_tf.serving.tflite import export_tflite
-from bert_tf.tasks.classification.data import load_task  # noqa: E402
+from bert_tf.tasks.classification.data import load_classification  # noqa: E402
 from timing import batch1_latencies  # noqa: E402
 
 HOSTILE = ["", "   \t\n ", "film " * 10000, "\x00\x01 bell\x07",
@@ -53,7 +53,7 @@ def main():
     parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
 
-    data = load_task("sample:rt_sentiment")
+    data = load_classification("sample:rt_sentiment")
     texts, labels = [], []
     for example in data.split("test"):
         texts.append(example["text"].numpy().decode())
@@ -74,7 +74,7 @@ def main():
     probabilities = {"SavedModel": np.concatenate([
         predict_texts(saved, texts[i:i + 64])["probabilities"]
         for i in range(0, len(texts), 64)])}
-    runners = {name: TFLiteClassifier(path, THREADS)
+    runners = {name: TFLiteModel(path, THREADS)
                for name, path in files.items()}
     for name, runner in runners.items():
         probabilities[f"TFLite {name}"] = np.concatenate([

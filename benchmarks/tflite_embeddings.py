@@ -56,8 +56,8 @@ def main():
     from bert_tf.checkpoints import load_encoder
     from bert_tf import samples
     from bert_tf.serving.export import export, load_exported
-    from bert_tf.serving.tflite import TFLiteModel, export_tflite_embeddings
-    from bert_tf.tasks.classification.data import load_task
+    from bert_tf.serving.tflite import TFLiteModel, export_tflite
+    from bert_tf.tasks.classification.data import load_classification
     from bert_tf.text.tokenizer import BertTokenizer
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -68,7 +68,7 @@ def main():
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
 
-    data = load_task("sample:rt_sentiment")
+    data = load_classification("sample:rt_sentiment")
     test, test_labels = _split(data, "test")
     train, train_labels = _split(data, "train", args.train)
     out = Path(tempfile.mkdtemp(prefix="bench_tflite_embeddings_"))
@@ -83,9 +83,9 @@ def main():
                                (out / "saved").rglob("*") if p.is_file())}
     for name, quantize in (("TFLite fp32", "none"),
                            ("TFLite int8", "dynamic_int8")):
-        path = export_tflite_embeddings(
+        path = export_tflite(
             args.checkpoint, out / f"{quantize}.tflite", quantize,
-            seq_length=args.seq_length, **quiet)["path"]
+            kind="embeddings", seq_length=args.seq_length, **quiet)["path"]
         model = TFLiteModel(path, THREADS)
         runners[name] = lambda t, m=model: m(text=t)["embedding"]
         sizes[name] = path.stat().st_size

@@ -23,8 +23,8 @@ import tensorflow as tf  # noqa: E402
 from bert_tf import checkpoints
 from bert_tf import config as config_lib  # noqa: E402
 from bert_tf.models.encoder import BertEncoder  # noqa: E402
-from bert_tf.tasks.classification.data import (load_task,  # noqa: E402
-                                               task_dataset)
+from bert_tf.tasks.classification.data import (load_classification,  # noqa: E402
+                                               classification_dataset)
 from bert_tf.text.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.text.vocab import read_vocab  # noqa: E402
 
@@ -75,9 +75,9 @@ def main():
     tf.get_logger().setLevel("ERROR")  # retracing notes for the last batch
     cfg = config_lib.load_config(args.init / checkpoints.CONFIG_FILE)
     vocab = read_vocab(args.init / checkpoints.VOCAB_FILE)
-    task = load_task(args.task)
+    task = load_classification(args.task)
     preprocessor = BertPreprocessor(vocab, args.seq_length)
-    splits = {split: task_dataset(task, split, preprocessor, 256)
+    splits = {split: classification_dataset(task, split, preprocessor, 256)
               for split in ("train", "validation")}
     print(f"{args.task}: linear probe dev accuracy on frozen features")
     print(f"  {'features':<16}{'random init':>12}{'pre-trained':>13}")

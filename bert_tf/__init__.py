@@ -37,21 +37,28 @@ _EXPORTS = {
     "BertPreprocessor": "bert_tf.text.preprocessor",
     "Vocab": "bert_tf.text.vocab",
     "read_vocab": "bert_tf.text.vocab",
-    "load_task": "bert_tf.tasks.classification.data",
+    "load_classification": "bert_tf.tasks.classification.data",
     "load_data": "bert_tf.tasks",
     "load_finetuned": "bert_tf.tasks",
     "export_keras_model": "bert_tf.serving.export",
     "FeatureExtractor": "bert_tf.tasks.embeddings.extract",
     "SentenceEmbedder": "bert_tf.tasks.embeddings.extract",
     "load_encoder": "bert_tf.checkpoints",
-    "task_dataset": "bert_tf.tasks.classification.data",
+    "classification_dataset": "bert_tf.tasks.classification.data",
 }
 _MODULES = ("checkpoints", "config", "presets", "samples", "sources")
 
 __all__ = sorted(_EXPORTS) + list(_MODULES)
 
 
+# Public names of 0.1 that were renamed: they warn (bert_tf/_moved.py).
+_RENAMED = {"load_task": "bert_tf.tasks.classification.data",
+            "task_dataset": "bert_tf.tasks.classification.data"}
+
+
 def __getattr__(name):
+    if name in _RENAMED:
+        return _moved.renamed(_RENAMED[name], name)
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     if name == "samples":

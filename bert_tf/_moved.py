@@ -1,6 +1,8 @@
-"""Import paths that moved in 0.1 keep working for one release: importing
-one gives the module it moved to, with a `DeprecationWarning` (once per
-path) that names the new path. Installed by `bert_tf/__init__.py`."""
+"""Import paths and names that moved in 0.1 keep working for one release:
+importing one gives the module it moved to, and a renamed function or
+class is still found under its old name (a module's `__getattr__` asks
+`renamed`), each with a `DeprecationWarning` (once per path or name) that
+names the new one. Installed by `bert_tf/__init__.py`."""
 
 import importlib
 import importlib.abc
@@ -40,6 +42,57 @@ MOVED = {
     # Hub's module says so.
     "bert_tf.hub": "bert_tf.hf_hub",
 }
+
+
+# (module, old name) -> (module, new name, the kind it fixed, if any:
+# the new function takes it as `kind`, the first argument of `export`).
+RENAMED = {
+    ("bert_tf.serving.export", "export_encoder"):
+        ("bert_tf.serving.export", "export", "embeddings"),
+    ("bert_tf.serving.export", "export_fill_mask"):
+        ("bert_tf.serving.export", "export", "fill_mask"),
+    ("bert_tf.serving.tflite", "export_tflite_embeddings"):
+        ("bert_tf.serving.tflite", "export_tflite", "embeddings"),
+    ("bert_tf.serving.tflite", "TFLiteClassifier"):
+        ("bert_tf.serving.tflite", "TFLiteModel", None),
+    ("bert_tf.tasks.classification.data", "TaskData"):
+        ("bert_tf.tasks.classification.data", "ClassificationData", None),
+    ("bert_tf.tasks.classification.data", "load_task"):
+        ("bert_tf.tasks.classification.data", "load_classification", None),
+    ("bert_tf.tasks.classification.data", "task_dataset"):
+        ("bert_tf.tasks.classification.data", "classification_dataset",
+         None),
+}
+_warned = set()
+
+
+def renamed(module, name):
+    """The object `module`'s old `name` now is (a module's `__getattr__`
+    calls this), warning once; AttributeError for a name never renamed.
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     old = renamed("bert_tf.tasks.classification.data", "load_task")
+        >>> old.__name__, caught[0].category.__name__
+        ('load_classification', 'DeprecationWarning')
+    """
+    if (module, name) not in RENAMED:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new_module, new_name, kind = RENAMED[module, name]
+    target = getattr(importlib.import_module(new_module), new_name)
+    if (module, name) not in _warned:
+        _warned.add((module, name))
+        fixed = f"(..., kind={kind!r})" if kind else ""
+        warnings.warn(f"{module}.{name} is now {new_module}.{new_name}"
+                      f"{fixed}; the old name goes away in the next "
+                      "release.", DeprecationWarning, stacklevel=3)
+    if kind is None:
+        return target
+    if new_name == "export":  # export(kind, checkpoint, out, ...)
+        return lambda *args, **kwargs: target(kind, *args, **kwargs)
+    return lambda *args, **kwargs: target(*args, kind=kind, **kwargs)
 
 
 class _Forward(types.ModuleType):

@@ -236,7 +236,7 @@ def serve(output_dir, results):
     """Exports the best fine-tuned model and answers through the export."""
     from bert_tf.serving.export import (export_model, load_exported,
                                         predict_texts)
-    from bert_tf.serving.tflite import TFLiteClassifier, export_tflite
+    from bert_tf.serving.tflite import TFLiteModel, export_tflite
 
     name, best = max(results, key=lambda r: r[1].best.get("value", 0))
     _section(f"Export: {name} as a SavedModel that takes raw text")
@@ -251,7 +251,7 @@ def serve(output_dir, results):
     _section(f"TFLite: {name} with the tokenizer inside, fp32")
     tflite = export_tflite(best.best_dir, output_dir / "export" /
                            "rt_sentiment.tflite", overwrite=True)["path"]
-    on_device = TFLiteClassifier(tflite)(EXAMPLES)
+    on_device = TFLiteModel(tflite)(EXAMPLES)
     agree = np.mean(on_device["label"] == answers["label"])
     delta = np.abs(on_device["probabilities"] - answers["probabilities"])
     print(f"TFLite labels agree with the SavedModel's on {agree:.0%} of the "

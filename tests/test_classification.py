@@ -13,7 +13,7 @@ from bert_tf.models.encoder import BertEncoder
 from bert_tf.tasks import metrics
 from bert_tf.tasks.classification.data import (GLUE_TASKS, load_glue,
                                                load_local, load_rt_sentiment,
-                                               task_dataset)
+                                               classification_dataset)
 from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.text.preprocessor import BertPreprocessor
 
@@ -170,9 +170,10 @@ def _toy_task(tmp_path, n=40, pair=False):
 def test_task_dataset_fixed_and_dynamic_length(tmp_path):
     task = _toy_task(tmp_path, pair=True)
     pre = BertPreprocessor(VOCAB, seq_length=24)
-    fixed = list(task_dataset(task, "train", pre, 8))
+    fixed = list(classification_dataset(task, "train", pre, 8))
     assert fixed[0][0]["input_word_ids"].shape == (8, 24)
-    dynamic = list(task_dataset(task, "train", pre, 8, dynamic_length=True))
+    dynamic = list(classification_dataset(task, "train", pre, 8,
+                                          dynamic_length=True))
     assert sum(len(y) for _, y in dynamic) == 40
     for x, _ in dynamic:  # each batch cut to its longest row
         lengths = x["input_mask"].numpy().sum(1)

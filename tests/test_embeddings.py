@@ -146,8 +146,8 @@ def test_live_sentence_transformers_parity(minilm_dir):
 def embeddings_export(tiny, tmp_path_factory):
     _, directory = tiny
     out = tmp_path_factory.mktemp("export") / "tiny_embeddings" / "1"
-    report = export_lib.export_encoder(
-        directory, out, log=lambda *a: None, seq_length=64,
+    report = export_lib.export(
+        "embeddings", directory, out, log=lambda *a: None, seq_length=64,
         word_seq_length=16, doc_stride=4)
     return out, report
 
@@ -253,15 +253,15 @@ def test_bf16_export_agrees_with_fp32(tiny, embeddings_export, tmp_path):
     assert_bf16_export_agrees(  # embeddings within 1e-2
         None, embeddings_export[0], tmp_path,
         [{"text": ["the film was good", "", "a film " * 40]}],
-        export=lambda out: export_lib.export_encoder(
-            directory, out, log=lambda *a: None, seq_length=64,
+        export=lambda out: export_lib.export(
+            "embeddings", directory, out, log=lambda *a: None, seq_length=64,
             word_seq_length=16, doc_stride=4, precision="bf16"))
     assert_int8_export_agrees(  # embeddings within 3e-2
         None, embeddings_export[0], tmp_path,
         [{"text": ["the film was good", "", "a film " * 40]},
          {"text": HOSTILE}],
-        atol=3e-2, export=lambda out: export_lib.export_encoder(
-            directory, out, log=lambda *a: None, seq_length=64,
+        atol=3e-2, export=lambda out: export_lib.export(
+            "embeddings", directory, out, log=lambda *a: None, seq_length=64,
             word_seq_length=16, doc_stride=4, precision="int8"))
 
 

@@ -13,7 +13,7 @@ from bert_tf import finetune
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.serving import export as export_lib
 from bert_tf.serving.hub import export_hub
-from bert_tf.serving.tflite import TFLiteClassifier, export_tflite
+from bert_tf.serving.tflite import TFLiteModel, export_tflite
 from hub_server import LocalHub
 from test_export import run_serving_check
 from test_hf_hub import _files, _set_offline
@@ -67,7 +67,7 @@ def test_family_fine_tunes_exports_and_answers(family_run, tmp_path):
     assert answers["label"].tolist()[:2] == [b"positive", b"negative"] or \
         answers["label"].tolist()[:2] == ["positive", "negative"]
     lite = export_tflite(run_dir, tmp_path / "m.tflite", **QUIET)
-    got = TFLiteClassifier(lite["path"])(TEXTS)
+    got = TFLiteModel(lite["path"])(TEXTS)
     np.testing.assert_allclose(got["probabilities"],
                                answers["probabilities"], atol=1e-5)
     if name.startswith("distilbert"):  # no token types, on the C API too

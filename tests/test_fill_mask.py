@@ -53,8 +53,8 @@ def fill_export(tmp_path_factory):
     _, pretrainer = save_tiny_checkpoint(directory, TOKENS, 2,
                                          masked_lm=True)
     out = tmp_path_factory.mktemp("export") / "fill" / "1"
-    export_lib.export_fill_mask(directory, out, log=lambda *a: None,
-                                seq_length=32, top_k=3, max_masks=2)
+    export_lib.export("fill_mask", directory, out, log=lambda *a: None,
+                      seq_length=32, top_k=3, max_masks=2)
     return pretrainer, directory, out
 
 
@@ -109,7 +109,7 @@ def test_hostile_and_maskless_text_gets_zero_results(fill_export, tmp_path,
 def test_encoder_without_mlm_head_is_refused(tmp_path):
     save_tiny_checkpoint(tmp_path / "enc", TOKENS, 1)
     with pytest.raises(ValueError, match="no masked-LM head"):
-        export_lib.export_fill_mask(tmp_path / "enc", tmp_path / "x" / "1",
+        export_lib.export("fill_mask", tmp_path / "enc", tmp_path / "x" / "1",
                                     log=lambda *a: None)
 
 
@@ -118,7 +118,7 @@ def test_antiberty_export_agrees_with_pytorch(antiberty_dir, tmp_path):
     converted = tmp_path / "antiberty"
     checkpoints.convert("hf", antiberty_dir, converted, log=lambda *a: None)
     out = tmp_path / "export" / "antiberty" / "1"
-    export_lib.export_fill_mask(converted, out, log=lambda *a: None)
+    export_lib.export("fill_mask", converted, out, log=lambda *a: None)
     reference = np.load(ROOT / "examples" / "reference" /
                         "antiberty_reference.npz")
     vocab = (converted / "vocab.txt").read_text().split()
@@ -138,9 +138,9 @@ def test_bf16_export_agrees_with_fp32(fill_export, tmp_path):
     shares = assert_bf16_export_agrees(
         None, out, tmp_path,
         [{"text": ["the [MASK] was good", "no mask", "[MASK] [MASK] film"]}],
-        export=lambda bf16: export_lib.export_fill_mask(
-            directory, bf16, log=lambda *a: None, seq_length=32, top_k=3,
-            max_masks=2, precision="bf16"))
+        export=lambda bf16: export_lib.export(
+            "fill_mask", directory, bf16, log=lambda *a: None,
+            seq_length=32, top_k=3, max_masks=2, precision="bf16"))
     assert shares["count"] == shares["masks"] == 1.0
     # Random tiny weights: near-tied tokens may swap places in the top 3.
     assert shares["token_ids"] >= 1 / 3
@@ -148,9 +148,9 @@ def test_bf16_export_agrees_with_fp32(fill_export, tmp_path):
         None, out, tmp_path,
         [{"text": ["the [MASK] was good", "no mask", "[MASK] [MASK] film"]},
          {"text": HOSTILE}],
-        atol=0.1, export=lambda int8: export_lib.export_fill_mask(
-            directory, int8, log=lambda *a: None, seq_length=32, top_k=3,
-            max_masks=2, precision="int8"))
+        atol=0.1, export=lambda int8: export_lib.export(
+            "fill_mask", directory, int8, log=lambda *a: None,
+            seq_length=32, top_k=3, max_masks=2, precision="int8"))
     assert shares["count"] == shares["masks"] == 1.0
     assert shares["token_ids"] >= 1 / 3
 

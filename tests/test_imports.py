@@ -213,3 +213,27 @@ def test_imports_run_downward_only():
     assert groups <= set().union(*LAYERS), \
         f"place {groups - set().union(*LAYERS)} in LAYERS"
     assert layer_violations(graph) == []
+
+
+# Exact kind names a module outside tasks/ may hold: the embedding layer's
+# own name, which is not the kind.
+KIND_NAME_USES = {("models/encoder.py", "embeddings")}
+
+
+def test_no_kind_is_named_outside_its_folder():
+    """Outside `tasks/`, the public API facade (`__init__.py`) and the
+    shims of old names (`_moved.py`), no code holds a kind's name: the
+    export routes, flags and TFLite runner ask the registry."""
+    kinds = {p.name for p in (PACKAGE / "tasks").iterdir()
+             if (p / "__init__.py").is_file()}
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith("tasks/") or relative in ("__init__.py",
+                                                         "_moved.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in kinds and \
+                    (relative, node.value) not in KIND_NAME_USES:
+                found.append(f"{relative}:{node.lineno} {node.value!r}")
+    assert found == []

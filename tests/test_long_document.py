@@ -112,7 +112,7 @@ def test_export_pools_windows_as_evaluation(long_runs, tmp_path):
     import tensorflow_text  # noqa: F401  (the tokenizer's ops)
 
     from bert_tf.serving.export import export_model
-    from bert_tf.tasks.classification.data import load_task
+    from bert_tf.tasks.classification.data import load_classification
     from bert_tf.tasks.classification.task import (Classification,
                                                    load_classifier,
                                                    predict_logits)
@@ -128,12 +128,12 @@ def test_export_pools_windows_as_evaluation(long_runs, tmp_path):
     assert set(result) == {"probabilities", "logits", "label", "windows"}
     assert result["windows"].numpy().min() >= 2
     # The same logits as evaluation's pooled ones.
-    from bert_tf.tasks.classification.task_data import task_dataset
-    data = load_task("local", train=str(directory / "test.tsv"),
+    from bert_tf.tasks.classification.task_data import classification_dataset
+    data = load_classification("local", train=str(directory / "test.tsv"),
                      text="sentence")
     data.splits["train"] = data.split("train").take(16)
     preprocessor = Classification(spec).preprocessor(vocab)
-    logits, _ = predict_logits(model, task_dataset(data, "train",
+    logits, _ = predict_logits(model, classification_dataset(data, "train",
                                                    preprocessor, 16))
     np.testing.assert_allclose(result["logits"].numpy(), logits, atol=1e-4)
 

@@ -43,3 +43,45 @@ print(resolve is new, read_vocab is cls)
 def test_an_unknown_old_path_is_still_an_import_error():
     with pytest.raises(ImportError):
         importlib.import_module("bert_tf.training.no_such_module")
+
+
+def test_renamed_names_warn_once_and_still_work():
+    """The names 0.1 renamed (a kind's own export functions, the TFLite
+    classifier, the classification-only data names) are found under their
+    old names, warn once naming the new one, and do the same work."""
+    import warnings
+
+    import bert_tf
+    from bert_tf import _moved
+    from bert_tf.serving import export as export_lib
+    from bert_tf.serving import tflite
+    from bert_tf.tasks.classification import data
+
+    _moved._warned.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert bert_tf.load_task is data.load_classification
+        assert data.load_task is data.load_classification
+        assert data.task_dataset is data.classification_dataset
+        assert data.TaskData is data.ClassificationData
+        assert tflite.TFLiteClassifier is tflite.TFLiteModel
+        assert callable(export_lib.export_encoder)
+    messages = [str(w.message) for w in caught
+                if w.category is DeprecationWarning]
+    assert len(messages) == 5, messages  # load_task warned once
+    assert messages[0] == (
+        "bert_tf.tasks.classification.data.load_task is now bert_tf.tasks."
+        "classification.data.load_classification; the old name goes away "
+        "in the next release.")
+    assert "is now bert_tf.serving.export.export(..., kind='embeddings')" \
+        in messages[-1]
+    calls = []
+    real = export_lib.export
+    export_lib.export = lambda *args, **kwargs: calls.append((args, kwargs))
+    try:
+        export_lib.export_fill_mask("ckpt", "out/1", overwrite=True)
+    finally:
+        export_lib.export = real
+    assert calls[0] == (("fill_mask", "ckpt", "out/1"), {"overwrite": True})
+    with pytest.raises(AttributeError):
+        export_lib.no_such_name

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from bert_tf import cli
 from bert_tf.serving import export as export_lib
-from bert_tf.serving.tflite import TFLiteClassifier, custom_ops, export_tflite
+from bert_tf.serving.tflite import TFLiteModel, custom_ops, export_tflite
 from conftest import save_pair_classifier
 from test_export import HOSTILE
 from toy_task import ENCODER, VOCAB
@@ -35,7 +35,7 @@ def saved_and_tflite(toy_run, tmp_path_factory):
 def test_tflite_answers_like_the_saved_model(saved_and_tflite):
     loaded, files, _ = saved_and_tflite
     expected = export_lib.predict_texts(loaded, TEXTS)
-    got = TFLiteClassifier(files["none"]["path"])(TEXTS)
+    got = TFLiteModel(files["none"]["path"])(TEXTS)
     np.testing.assert_allclose(got["probabilities"],
                                expected["probabilities"], atol=1e-5)
     assert got["label"].tolist() == expected["label"].tolist()
@@ -44,7 +44,7 @@ def test_tflite_answers_like_the_saved_model(saved_and_tflite):
         assert set(report["custom_ops"]) == TFLITE_TEXT_OPS
         assert not any(op.startswith("Flex") for op in report["custom_ops"])
         assert custom_ops(report["path"]) == report["custom_ops"]
-    int8 = TFLiteClassifier(files["dynamic_int8"]["path"])(TEXTS)
+    int8 = TFLiteModel(files["dynamic_int8"]["path"])(TEXTS)
     assert int8["probabilities"].shape == (len(TEXTS), 2)
 
 
@@ -65,14 +65,14 @@ def test_a_tflite_file_records_its_kind_and_older_files_still_load(
     flatbuffer_utils.write_model(model, str(legacy))
     assert read_metadata(legacy) == {}
     assert TFLiteModel(legacy).kind == "classification"
-    assert TFLiteClassifier(legacy)(["dull"])["probabilities"].shape == (1, 2)
+    assert TFLiteModel(legacy)(["dull"])["probabilities"].shape == (1, 2)
 
 
 @pytest.mark.slow
 def test_tflite_takes_hostile_strings(saved_and_tflite):
     loaded, files, _ = saved_and_tflite
     for report in files.values():
-        classifier = TFLiteClassifier(report["path"])
+        classifier = TFLiteModel(report["path"])
         out = classifier(HOSTILE)
         probabilities = out["probabilities"]
         assert probabilities.shape == (len(HOSTILE), 2)
@@ -84,11 +84,11 @@ def test_tflite_takes_hostile_strings(saved_and_tflite):
     # Plain text (and over-long text, cut at seq_length) as the SavedModel.
     plain = [HOSTILE[0], HOSTILE[1], HOSTILE[2]]
     np.testing.assert_allclose(
-        TFLiteClassifier(files["none"]["path"])(plain)["probabilities"],
+        TFLiteModel(files["none"]["path"])(plain)["probabilities"],
         loaded.signatures["serving_default"](
             text=tf.constant(plain))["probabilities"], atol=1e-5)
     with pytest.raises(ValueError, match="texts is empty"):
-        TFLiteClassifier(files["none"]["path"])([])
+        TFLiteModel(files["none"]["path"])([])
 
 
 @pytest.mark.slow
@@ -101,10 +101,10 @@ def test_pair_classifier_tflite(tmp_path):
     a = ["the film was good the film was good", "bad", ""]
     b = ["the film", "dull film was bad and long and dull", "film"]
     np.testing.assert_allclose(
-        TFLiteClassifier(path)(a, b)["probabilities"],
+        TFLiteModel(path)(a, b)["probabilities"],
         export_lib.predict_texts(loaded, a, b)["probabilities"], atol=1e-5)
-    with pytest.raises(ValueError, match="texts_b"):
-        TFLiteClassifier(path)(a)
+    with pytest.raises(ValueError, match="takes text, text_b; got text"):
+        TFLiteModel(path)(a)
 
 
 @pytest.mark.slow

@@ -7,7 +7,9 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from bert_tf.cli.commands import _add_export_kinds, _add_kind_flags  # noqa: E402,E501
+from bert_tf.cli.commands import (_add_export_kind_flags,  # noqa: E402
+                                  _add_export_kinds, _add_kind_flags,
+                                  export_flag_refusal)
 from bert_tf.cli.parsers import build_parser  # noqa: E402
 
 
@@ -17,6 +19,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     if argv[:1] == ["export"] and {"-h", "--help"} & set(argv):
         _add_export_kinds(parser)
+    elif argv[:1] == ["export"]:
+        _add_export_kind_flags(parser.export_parser, argv[1:])
     if argv[:1] == ["predict"]:
         try:
             _add_kind_flags(parser.predict_parser, argv[1:])
@@ -25,6 +29,13 @@ def main(argv=None):
             return 2
     args, extra = parser.parse_known_args(argv)
     args.own_process = own_process
+    if extra and args.command == "export":
+        try:
+            message = export_flag_refusal(args, extra)
+        except ValueError as e:  # the format or kind itself is wrong
+            message = str(e)
+        print(f"bert-tf export: error: {message}", file=sys.stderr)
+        return 2
     if extra and (args.command != "pairs" or not args.runner):
         kind = getattr(args, "export_kind", None)
         print(f"bert-tf {args.command}: error: {' '.join(extra)}: not "

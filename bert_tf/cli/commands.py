@@ -162,7 +162,7 @@ def _export(args):
 
     options = ("fixed_length", "precision", "quantize", "calibration",
                "calibration_texts", "max_input_chars", "max_batch_chars",
-               "seq_length", "normalize", "marker", "top_k", "max_masks")
+               "seq_length", *getattr(args, "kind_options", ()))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FutureWarning)
         format, kind = old_kind_spelling(args.format, args.kind)
@@ -197,17 +197,63 @@ def _predict(args):
 
 
 def _add_export_kinds(parser):
-    """`bert-tf export --help`'s kinds, from the registry (which imports
-    the kinds: only for the help; `write_export` checks a --kind given)."""
+    """`bert-tf export --help`'s kinds and their own flags, from the
+    registry (which imports the kinds: only for the help; `write_export`
+    checks a --kind given)."""
+    from bert_tf import tasks
     from bert_tf.serving import export_only_kinds
     from bert_tf.serving.tflite import tflite_kinds
 
-    names = {"{export_kinds}": ", ".join(export_only_kinds("savedmodel")),
+    kinds = export_only_kinds("savedmodel")
+    names = {"{export_kinds}": ", ".join(kinds),
              "{tflite_kinds}": ", ".join(tflite_kinds())}
     for action in parser.export_parser._actions:
         for placeholder, value in names.items():
             if action.help and placeholder in action.help:
                 action.help = action.help.replace(placeholder, value)
+    for kind in kinds:
+        kind_class = tasks.get_kind(kind)
+        kind_class.add_export_arguments(parser.export_parser.add_argument_group(
+            f"--kind {kind}", kind_class.export_help))
+
+
+def _add_export_kind_flags(export_parser, argv):
+    """`bert-tf export`'s parser with the flags of the `--kind` given, if
+    an export-only kind (each kind declares its own); their dests are the
+    default `kind_options`. Without --kind nothing is imported: a run's
+    export is refused or written without TensorFlow at parse time."""
+    finder = argparse.ArgumentParser(add_help=False)
+    finder.add_argument("--kind")
+    kind = finder.parse_known_args(argv)[0].kind
+    options = []
+    if kind and kind not in ("task", "hub"):  # the old spellings
+        from bert_tf import tasks
+
+        if kind in tasks.available_kinds():
+            kind_class = tasks.get_kind(kind)
+            options = kind_class.add_export_arguments(
+                export_parser.add_argument_group(f"--kind {kind}"))
+    export_parser.set_defaults(kind_options=options)
+
+
+def export_flag_refusal(args, extra):
+    """The one-line refusal of flags `bert-tf export` did not parse
+    (`extra`): where the first one applies (a kind's own flag), and what
+    this export takes."""
+    from bert_tf.serving import _refusal, old_kind_spelling, route
+
+    flag = next((a for a in extra if a.startswith("--")), extra[0])
+    name = flag.lstrip("-").split("=")[0].replace("-", "_")
+    if name == "no_normalize":  # a store_const flag: its dest
+        name = "normalize"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        format, kind = old_kind_spelling(args.format, args.kind)
+    message = _refusal(name, format, kind, route(format, kind)[2])
+    if "it applies to no export" in message:
+        return (f"{flag}: not a flag of bert-tf export; `bert-tf export "
+                "--help` lists them.")
+    return message
 
 
 def _add_kind_flags(predict_parser, argv):

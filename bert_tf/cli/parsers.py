@@ -265,31 +265,18 @@ def _add_export_commands(sub, parser):
     parser.export_kind = p.add_argument(
         "--kind", metavar="KIND",
         help="only for a pre-trained checkpoint (no run), one of "
-             "{export_kinds}: embeddings gives text -> mean-pooled "
-             "sentence embedding (serving_default) and per-word hidden "
-             "states of every layer (word_features); fill_mask gives text "
-             "with mask markers -> top-k tokens per mask (a checkpoint "
-             "directory with the masked-LM head). A run exports as its own "
-             "kind. (`--kind task` and `--kind hub` still work, with a "
-             "warning.)")
+             "{export_kinds} (each kind's own flags below). A run exports "
+             "as its own kind. (`--kind task` and `--kind hub` still work, "
+             "with a warning.)")
     add_precision_arguments(p)
     add_limit_arguments(p)
     p.add_argument("--quantize", choices=("none", "dynamic_int8"),
                    help="tflite: fp32 weights (default), or dynamic-range "
                         "int8")
     p.add_argument("--seq-length", type=int,
-                   help="embeddings / fill_mask / hub: truncate texts to "
-                        "this many pieces (default 256 / 128 / 128; "
-                        "embeddings as tflite: 128)")
-    p.add_argument("--no-normalize", dest="normalize", action="store_const",
-                   const=False, help="embeddings: do not L2-normalise")
-    p.add_argument("--marker",
-                   help="fill_mask: the string that marks a mask (default "
-                        "[MASK])")
-    p.add_argument("--top-k", type=int,
-                   help="fill_mask: tokens returned per mask (default 5)")
-    p.add_argument("--max-masks", type=int,
-                   help="fill_mask: masks answered per text (default 8)")
+                   help="an export-only --kind, or --format hub: truncate "
+                        "texts to this many pieces (default: the kind's; "
+                        "hub: 128)")
     p.add_argument("--out", required=True,
                    help="export/NAME/VERSION (VERSION a number); hub: a "
                         "new directory; tflite: a .tflite file")
@@ -337,8 +324,7 @@ def _add_answer_commands(sub, parser):
                               "`bert-tf predict --model M --help` lists "
                               "those of M's kind.")
     p.add_argument("texts", nargs="*", help="texts to label, tag or embed "
-                                           "(classification pairs: "
-                                           "'A<TAB>B')")
+                                           "(a pair: 'A<TAB>B')")
     p.add_argument("--input", help="a file with one text per line; QA: a "
                                    "JSONL file of "
                                    '{"question", "context"} objects')
@@ -358,7 +344,7 @@ def _add_answer_commands(sub, parser):
     p = sub.add_parser("demo", help="the main job (what `make demo` runs)",
                        description=f"Runs {script}: the guided tour of "
                        "bert_tf (pre-training, fine-tuning, export, QA, "
-                       "tagging) on real data and weights.")
+                       "NER) on real data and weights.")
     p.add_argument("--output", default="demo_out",
                    help="directory for what the demo writes")
     p.set_defaults(func=_demo)

@@ -14,6 +14,7 @@ import json
 
 import tensorflow as tf
 
+from bert_tf import _moved
 from bert_tf import config as config_lib
 from bert_tf import tasks
 from bert_tf.layers.int8 import served_parameter_count
@@ -328,20 +329,6 @@ def _limits(kind, spec, model, max_input_chars, max_batch_chars,
     return limits_lib.export_fields(max_input_chars, max_batch_chars)
 
 
-def export_encoder(checkpoint, out, log=print, overwrite=False,
-                   fixed_length=False, **options):
-    """`export("embeddings", ...)`: see `bert_tf.tasks.embeddings`."""
-    return export("embeddings", checkpoint, out, log, overwrite,
-                  fixed_length, **options)
-
-
-def export_fill_mask(checkpoint, out, log=print, overwrite=False,
-                     fixed_length=False, **options):
-    """`export("fill_mask", ...)`: see `bert_tf.tasks.fill_mask`."""
-    return export("fill_mask", checkpoint, out, log, overwrite,
-                  fixed_length, **options)
-
-
 def _check_out(out, overwrite, log=print):
     out = GPath(out)
     if not out.name.isdigit():
@@ -483,7 +470,11 @@ def predict_texts(loaded, texts, texts_b=None):
     return {k: v.numpy() for k, v in function(**inputs).items()}
 
 
-__all__ = ["export_model", "export_encoder", "export_fill_mask",
-           "audit_ops", "exported_kind", "load_exported", "predict_texts",
+__all__ = ["export", "export_model", "export_keras_model", "audit_ops",
+           "exported_kind", "load_exported", "predict_texts",
            "update_models_config", "write_batching_parameters",
            "tf_text_op_libraries"]
+
+
+def __getattr__(name):  # names of 0.1 that warn (bert_tf/_moved.py)
+    return _moved.renamed(__name__, name)

@@ -111,8 +111,8 @@ def add_limit_arguments(parser):
         help="savedmodel and hub: the most characters (Unicode code points)"
         " one text of a request may hold; a longer one is refused with "
         "INVALID_ARGUMENT before any model work, by the signatures and the "
-        "module's own functions alike. Default: for span QA, tagging and "
-        "long-document classification, whose time grows with the text, "
+        "module's own functions alike. Default: for kinds that read all "
+        "of a text (QA, NER, long documents), whose time grows with it, "
         f"what costs about {WORST_REQUEST_SECONDS} s on 2 CPU cores "
         "(MiniLM-L6: 90,000; BERT-Base: 11,000); for other kinds "
         f"{MAX_INPUT_CHARS:,}. The export prints the limit it wrote.")

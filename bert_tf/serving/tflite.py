@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import tasks
+from bert_tf import _moved, tasks
 from bert_tf.safe_io import check_writable, guarded_write
 from bert_tf.serving.runtime import native_logs_quiet
 from bert_tf.storage import GPath
@@ -121,16 +121,6 @@ def export_tflite(checkpoint, out, quantize="none", log=print,
             "which `bert-tf predict` refuses")
     return {"path": out, "bytes": len(flatbuffer), "custom_ops": custom,
             "quantize": quantize, "kind": kind}
-
-
-def export_tflite_embeddings(checkpoint, out, quantize="none", log=print,
-                             overwrite=False, seq_length=128,
-                             normalize=True):
-    """`export_tflite(..., kind="embeddings")`: the sentence embeddings of
-    a pre-trained encoder as one `.tflite` file."""
-    return export_tflite(checkpoint, out, quantize, log, overwrite,
-                         kind="embeddings", seq_length=seq_length,
-                         normalize=normalize)
 
 
 def with_metadata(flatbuffer, fields):
@@ -229,7 +219,9 @@ def interpreter(path, num_threads=2):
 class TFLiteModel:
     """Runs any exported TFLite file on Python strings with LiteRT: its
     `kind` (recorded in the file; for files written before that, told by
-    its outputs) and `__call__(**inputs)` -> NumPy outputs.
+    its outputs) and `__call__(*texts, **inputs)` -> NumPy outputs, the
+    inputs by name or in the order of the kind's signature (a classifier's
+    `text`, `text_b`; QA's `question`, `context`).
 
     Examples:
         >>> model = TFLiteModel(example_files.tflite())
@@ -237,6 +229,8 @@ class TFLiteModel:
         ('classification', ['text'])
         >>> model(text=["a gripping film", ""])["probabilities"].shape
         (2, 2)
+        >>> model(["a gripping film"])["label"].shape
+        (1,)
     """
 
     def __init__(self, path, num_threads=2):
@@ -259,7 +253,16 @@ class TFLiteModel:
             raise ValueError(f"{path} was not written by `bert-tf export "
                              f"--format tflite` (outputs {sorted(outputs)}).")
 
-    def __call__(self, **inputs):
+    def __call__(self, *texts, **inputs):
+        if texts:  # in the order the kind's signature takes them
+            order = [name for name in
+                     tasks.get_export_class(self.kind).serving_inputs
+                     if name in self.inputs]
+            if len(texts) > len(order):
+                raise ValueError(f"{self.path.name} takes "
+                                 f"{', '.join(order)}; got {len(texts)} "
+                                 "lists of texts.")
+            inputs = {**dict(zip(order, texts)), **inputs}
         sizes = {name: len(values) for name, values in inputs.items()}
         if set(sizes) != set(self.inputs):
             raise ValueError(f"{self.path.name} takes {', '.join(self.inputs)}"
@@ -311,25 +314,6 @@ def _encoded(strings):
     return encode(np.array(strings, dtype=object))
 
 
-class TFLiteClassifier(TFLiteModel):
-    """Runs an exported TFLite classifier on Python strings.
-
-    Examples:
-        >>> classifier = TFLiteClassifier(example_files.tflite())
-        >>> out = classifier(["a gripping film", ""])
-        >>> out["probabilities"].shape, out["label"].dtype.kind
-        ((2, 2), 'O')
-    """
-
-    def __call__(self, texts, texts_b=None):
-        if "text_b" in self.inputs:
-            if texts_b is None or len(texts_b) != len(texts):
-                raise ValueError("This model classifies pairs: give "
-                                 "texts_b, as many as texts.")
-            return super().__call__(text=texts, text_b=texts_b)
-        return super().__call__(text=texts)
-
-
 def print_predictions(path, args, log=print):
     """`bert-tf predict --model FILE.tflite`: the file's kind prints its
     answers as it does for the kind's SavedModel."""
@@ -338,7 +322,10 @@ def print_predictions(path, args, log=print):
         model.as_loaded(), args, log)
 
 
-__all__ = ["QUANTIZATIONS", "TFLiteClassifier", "TFLiteModel", "convert",
-           "custom_ops", "export_tflite", "export_tflite_embeddings",
-           "interpreter", "print_predictions", "read_metadata",
-           "tflite_kinds", "with_metadata"]
+__all__ = ["QUANTIZATIONS", "TFLiteModel", "convert", "custom_ops",
+           "export_tflite", "interpreter", "print_predictions",
+           "read_metadata", "tflite_kinds", "with_metadata"]
+
+
+def __getattr__(name):  # names of 0.1 that warn (bert_tf/_moved.py)
+    return _moved.renamed(__name__, name)

@@ -181,6 +181,14 @@ class ExportKind:
     # kind: what it answers, and a command line (M: the export).
     predict_help = ""
     predict_example = ""
+    # What `bert-tf export --help` says of `--kind KIND`, and its own
+    # flags, [(flags, argparse keyword args)]: each dest is an option of
+    # the kind's `build_export`.
+    export_help = ""
+    export_arguments = ()
+    # The inputs of its `serving_default`, in the order a caller gives
+    # them (`TFLiteModel(path)(texts, ...)`).
+    serving_inputs = ("text",)
 
     @classmethod
     def reads_whole_text(cls, spec):
@@ -189,6 +197,13 @@ class ExportKind:
         pieces; such an export's default limit is chosen by time
         (`bert_tf.serving.limits.default_max_input_chars`)."""
         return False
+
+    @classmethod
+    def add_export_arguments(cls, parser):
+        """Adds the kind's own `bert-tf export --kind` flags to `parser`;
+        returns their dests."""
+        return [parser.add_argument(*flags, **options).dest
+                for flags, options in cls.export_arguments]
 
     @classmethod
     def add_predict_arguments(cls, parser):

@@ -7,15 +7,36 @@ from bert_tf.storage import GPath
 from bert_tf.text.features import bucket_lengths
 
 
+def plain_variables(model):
+    """The plain tf.Variables under a Keras model's variables: what an
+    exported `tf.Module` tracks. A tracked Keras model would add a second
+    copy of each variable that TF1-style loaders (TF Serving, the C API)
+    restore while the functions read the first, uninitialized one."""
+    return [v.value for v in model.variables]
+
+
+class TFLiteModule(tf.Module):
+    """Base of the `tf.Module` each kind converts to TFLite: it tracks the
+    model's plain variables (`plain_variables`); subclasses set
+    `self.serve`.
+
+    Args:
+        model: the Keras model its graph runs.
+        name: the module's name.
+    """
+
+    def __init__(self, model, name):
+        super().__init__(name=name)
+        self.model_variables = plain_variables(model)
+
+
 class TaskModule(tf.Module):
     """Base of the `tf.Module` each task kind exports: it tracks the
     model's plain variables and the vocab asset; subclasses set
     `self.serve` (the `serving_default` function) and `warmup_inputs`.
 
-    Only the plain tf.Variables under the Keras variables are tracked: a
-    tracked Keras model would add a second copy of each variable that
-    TF1-style loaders (TF Serving, the C API) restore while the functions
-    read the first, uninitialized one.
+    Only the plain tf.Variables under the Keras variables are tracked
+    (`plain_variables`).
     """
 
     warmup_inputs = ()
@@ -25,7 +46,7 @@ class TaskModule(tf.Module):
     def __init__(self, model, vocab, name, seq_length=None,
                  fixed_length=False):
         super().__init__(name=name)
-        self.model_variables = [v.value for v in model.variables]
+        self.model_variables = plain_variables(model)
         self.vocab_file = tf.saved_model.Asset(str(vocab.path))
         self.lengths = (seq_length,) if fixed_length else \
             bucket_lengths(seq_length)

@@ -1,9 +1,10 @@
 """Dense-op building blocks for graphs that TFLite builtins (plus tf-text's
 TFLite kernels) can run: no ragged kernels, no string `where`, `pad` or
-`substr`. The post-processing of span QA and tagging is written with
-them, so the SavedModel, evaluation and the TFLite files share it; the
-TFLite featurizers (`tasks/span_qa/tflite.py`, `tasks/tagging/tflite.py`)
-use them too.
+`substr`. The one featurizer and the post-processing of span QA and
+tagging are written with them (`span_qa.features.qa_windows`,
+`text.word_windows.word_windows`), so the SavedModel, training,
+evaluation and the TFLite files share them, and a request runs a few
+gathers instead of ragged construction per value.
 """
 
 import tensorflow as tf

@@ -1,6 +1,8 @@
 """Overlapping windows over word pieces, in-graph (the document stride of
-the original `run_squad.py`), shared by every task whose text may be
-longer than the model: span QA and token tagging."""
+the original `run_squad.py`), as ragged tensors: the windows of long
+documents (classification), and each word's value where it is predicted
+(tagging, per-word features). Span QA and tagging place their windows
+with dense ops (`text/dense.py`: `dense_windows`, `max_context`)."""
 
 import tensorflow as tf
 
@@ -63,16 +65,6 @@ def gather_pieces(values, windows):
     flat = windows["pieces"] + tf.gather(values.row_starts(),
                                          windows["example"])[:, None]
     return tf.gather(values.flat_values, flat)
-
-
-def place(values, lead, length, fill=-1):
-    """Ragged [W, (n)] values at positions lead .. lead + n - 1 of dense
-    int32 [W, length] rows (`fill` elsewhere)."""
-    leading = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(lead)], tf.cast(fill, values.dtype)), lead)
-    rows = tf.concat([leading, values], axis=1)
-    return tf.cast(rows.to_tensor(default_value=fill, shape=[None, length]),
-                   tf.int32)
 
 
 def word_values(features, values):

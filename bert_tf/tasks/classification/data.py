@@ -1,19 +1,28 @@
 """The classification readers: GLUE via TFDS, local TSV/CSV/JSONL files and
-the real RT sentiment sample, each a `TaskData` whose splits are `tf.data`
-datasets of `{"text", "text_b" (pair tasks), "label"}` examples."""
+the real RT sentiment sample, each a `ClassificationData` whose splits are
+`tf.data` datasets of `{"text", "text_b" (pair tasks), "label"}` examples.
+"""
 
 from bert_tf.tasks.classification.digests import load_rt_digests
 from bert_tf.tasks.classification.glue import GLUE_TASKS, load_glue
 from bert_tf.tasks.classification.local_files import load_local
 from bert_tf.tasks.classification.sentiment import load_rt_sentiment
-from bert_tf.tasks.classification.task_data import TaskData, task_dataset
+from bert_tf import _moved
+from bert_tf.tasks.classification.task_data import (ClassificationData,
+                                                    classification_dataset)
 
-__all__ = ["GLUE_TASKS", "TaskData", "load_glue", "load_local",
-           "load_rt_digests", "load_rt_sentiment", "load_task", "task_dataset"]
+__all__ = ["GLUE_TASKS", "ClassificationData", "classification_dataset",
+           "load_classification", "load_glue", "load_local",
+           "load_rt_digests", "load_rt_sentiment"]
 
 
-def load_task(spec, cache=None, data_dir=None, seed=0, **local_args):
-    """A `TaskData` from a spec string.
+def __getattr__(name):  # names of 0.1 that warn (bert_tf/_moved.py)
+    return _moved.renamed(__name__, name)
+
+
+def load_classification(spec, cache=None, data_dir=None, seed=0,
+                        **local_args):
+    """A `ClassificationData` from a spec string.
 
     Args:
         spec: `glue/NAME` (TFDS), `sample:rt_sentiment` (the real RT movie

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.samples.readers import rt_splits
-from bert_tf.tasks.classification.task_data import TaskData
+from bert_tf.tasks.classification.task_data import ClassificationData
 
 LABELS = ("negative", "positive")
 SNIPPETS = 16
@@ -56,7 +56,8 @@ def make_digests(texts, labels, count, rng, snippets=SNIPPETS,
 
 
 def load_rt_digests(cache=None, seed=0):
-    """The critic digests as a binary `TaskData` (see the module docstring).
+    """The critic digests as a binary `ClassificationData` (see the module
+    docstring).
 
     Examples:
         >>> task = load_rt_digests()
@@ -71,5 +72,6 @@ def load_rt_digests(cache=None, seed=0):
         splits[split] = tf.data.Dataset.from_tensor_slices({
             "text": np.array(digests, dtype=object), "label": y})
         sizes[split] = len(digests)
-    return TaskData("sample:rt_digests", LABELS, False, ("accuracy", "f1"),
+    return ClassificationData("sample:rt_digests", LABELS, False,
+                              ("accuracy", "f1"),
                     splits, sizes)

@@ -10,7 +10,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from bert_tf.tasks.classification.task_data import TaskData
+from bert_tf.tasks.classification.task_data import ClassificationData
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +50,7 @@ GLUE_TASKS = {
 
 
 def load_glue(name, data_dir=None):
-    """GLUE config `name` as a `TaskData` (train/validation/test).
+    """GLUE config `name` as a `ClassificationData` (train/validation/test).
 
     MNLI's matched sets are `validation`/`test`; the mismatched ones keep
     their TFDS names.
@@ -91,5 +91,5 @@ def load_glue(name, data_dir=None):
         splits[split] = dataset.map(convert)
         if tfds_split in known:
             sizes[split] = known[tfds_split].num_examples
-    return TaskData(f"glue/{name}", spec.labels, bool(spec.text_b),
+    return ClassificationData(f"glue/{name}", spec.labels, bool(spec.text_b),
                     spec.metrics, splits, sizes)

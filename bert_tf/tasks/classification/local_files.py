@@ -4,7 +4,7 @@ columns."""
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.classification.task_data import TaskData
+from bert_tf.tasks.classification.task_data import ClassificationData
 from bert_tf.tasks.local_rows import column as _column
 from bert_tf.tasks.local_rows import first_line, read_rows
 
@@ -12,7 +12,7 @@ from bert_tf.tasks.local_rows import first_line, read_rows
 def load_local(train, validation=None, test=None, text="text", text_b="",
                label="label", labels=None, regression=False, metrics=None,
                fmt=None, name="local"):
-    """A `TaskData` from local files.
+    """A `ClassificationData` from local files.
 
     Args:
         train, validation, test: file paths (validation/test optional).
@@ -76,4 +76,5 @@ def load_local(train, validation=None, test=None, text="text", text_b="",
         metrics = (("pearson", "spearman") if regression else
                    ("accuracy", "f1") if len(labels) == 2 else
                    ("accuracy",))
-    return TaskData(name, labels, bool(text_b), tuple(metrics), splits, sizes)
+    return ClassificationData(name, labels, bool(text_b), tuple(metrics),
+                              splits, sizes)

@@ -5,13 +5,14 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.samples.readers import rt_splits
-from bert_tf.tasks.classification.task_data import TaskData
+from bert_tf.tasks.classification.task_data import ClassificationData
 
 LABELS = ("negative", "positive")
 
 
 def load_rt_sentiment(cache=None, seed=0):
-    """The RT sentiment sample as a binary `TaskData` (8,454 / 1,057 / 1,057
+    """The RT sentiment sample as a binary `ClassificationData` (8,454 /
+    1,057 / 1,057
     sentences with seed 0).
 
     Args:
@@ -28,5 +29,6 @@ def load_rt_sentiment(cache=None, seed=0):
         splits[split] = tf.data.Dataset.from_tensor_slices({
             "text": np.array(texts, dtype=object), "label": labels})
         sizes[split] = len(texts)
-    return TaskData("sample:rt_sentiment", LABELS, False, ("accuracy", "f1"),
+    return ClassificationData("sample:rt_sentiment", LABELS, False,
+                              ("accuracy", "f1"),
                     splits, sizes)

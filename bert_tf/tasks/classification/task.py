@@ -24,7 +24,8 @@ from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
                                 read_spec, register, restore_finetuned,
                                 run_spec, same_batch, string_batch)
 from bert_tf.tasks.classification.config import ClassificationConfig
-from bert_tf.tasks.classification.data import load_task, task_dataset
+from bert_tf.tasks.classification.data import (classification_dataset,
+                                               load_classification)
 from bert_tf.tasks.classification.long_document import (WINDOW_KEY,
                                                         DocumentWindows)
 from bert_tf.tasks.classification.model import BertClassifier
@@ -40,7 +41,7 @@ _FORWARD = weakref.WeakKeyDictionary()  # one traced forward per model
 
 
 def predict_logits(model, dataset):
-    """(logits, labels) over a `task_dataset`, as NumPy arrays."""
+    """(logits, labels) over a `classification_dataset`, as NumPy arrays."""
     forward = _FORWARD.get(model)
     if forward is None:
         forward = _FORWARD[model] = tf.function(
@@ -85,6 +86,7 @@ class Classification(Task):
     """The classification task kind (see the module docstring)."""
 
     kind = "classification"
+    serving_inputs = ("text", "text_b")
     config_class = ClassificationConfig
     model_class = BertClassifier
     hf_head = hf_head
@@ -100,7 +102,7 @@ class Classification(Task):
 
     @classmethod
     def load_data(cls, spec):
-        return load_task(
+        return load_classification(
             spec.name, **spec.split_args(), text=spec.text,
             text_b=spec.text_b, label=spec.label,
             labels=spec.labels or None, regression=spec.regression,
@@ -136,7 +138,7 @@ class Classification(Task):
     def train_dataset(self, data, vocab, batch_size, seed=0,
                       input_context=None, drop_remainder=False,
                       dynamic_length=False):
-        return task_dataset(
+        return classification_dataset(
             data, "train", self.preprocessor(vocab), batch_size,
             shuffle=True, repeat=True, seed=seed, input_context=input_context,
             drop_remainder=drop_remainder,
@@ -166,7 +168,7 @@ class Classification(Task):
                  dynamic_length=False):
         dynamic_length = dynamic_length and not self.spec.long_document
         return evaluate_task(model, data, self.eval_dataset(
-            data, split, vocab, lambda: task_dataset(
+            data, split, vocab, lambda: classification_dataset(
                 data, split, self.preprocessor(vocab), batch_size,
                 dynamic_length=dynamic_length), batch_size, dynamic_length))
 

@@ -1,5 +1,6 @@
-"""`TaskData`, the common shape of every classification/regression task,
-and the input pipeline from its examples to batches of encoder inputs."""
+"""`ClassificationData`, the common shape of every classification or
+regression task, and the input pipeline from its examples to batches of
+encoder inputs."""
 
 import dataclasses
 import typing
@@ -11,7 +12,7 @@ from bert_tf.tasks.metrics import METRICS
 
 
 @dataclasses.dataclass
-class TaskData:
+class ClassificationData:
     """A sentence(-pair) classification or regression task.
 
     Attributes:
@@ -63,9 +64,10 @@ class TaskData:
         return self.sizes[name]
 
 
-def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
-                 repeat=False, seed=0, drop_remainder=False,
-                 input_context=None, dynamic_length=False):
+def classification_dataset(task, split, preprocessor, batch_size,
+                           shuffle=False, repeat=False, seed=0,
+                           drop_remainder=False, input_context=None,
+                           dynamic_length=False):
     """Batches of `(encoder inputs, label)` for a task split.
 
     The strings are tokenized and packed in the `tf.data` graph by
@@ -73,7 +75,7 @@ def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
     serving graph runs.
 
     Args:
-        task: a `TaskData`.
+        task: a `ClassificationData`.
         split: split name.
         preprocessor: a `BertPreprocessor`.
         batch_size: examples per batch.
@@ -94,7 +96,8 @@ def task_dataset(task, split, preprocessor, batch_size, shuffle=False,
         >>> files = example_files.toy_task()
         >>> task = load_local(files / "train.tsv", text="sentence")
         >>> preprocessor = BertPreprocessor(str(files / "vocab.txt"), 16)
-        >>> x, y = next(iter(task_dataset(task, "train", preprocessor, 8)))
+        >>> x, y = next(iter(classification_dataset(task, "train",
+        ...                                         preprocessor, 8)))
         >>> tuple(x["input_word_ids"].shape), tuple(y.shape)
         ((8, 16), (8,))
     """

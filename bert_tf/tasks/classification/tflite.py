@@ -7,11 +7,12 @@ tf-text's TFLite kernels for tokenization and TFLite builtins for the rest
 import tensorflow as tf
 
 from bert_tf.tasks.base import same_batch
+from bert_tf.tasks.serving_module import TFLiteModule
 from bert_tf.text.packer import pack_dense
 from bert_tf.text.tokenizer import BertTokenizer
 
 
-class ClassifierTFLiteModule(tf.Module):
+class ClassifierTFLiteModule(TFLiteModule):
     """`serve(text[, text_b])` -> `probabilities` [B, K] and `label` [B]
     (class names), or `score` [B] for regression.
 
@@ -22,7 +23,7 @@ class ClassifierTFLiteModule(tf.Module):
     """
 
     def __init__(self, model, spec, vocab):
-        super().__init__(name="bert_classifier_tflite")
+        super().__init__(model, name="bert_classifier_tflite")
         if spec.long_document:
             raise ValueError(
                 "This classifier reads long documents in windows "
@@ -30,7 +31,6 @@ class ClassifierTFLiteModule(tf.Module):
                 "and a TFLite file that cut documents short would answer "
                 "wrongly. Export a SavedModel: bert-tf export "
                 "--run RUN --out DIR.")
-        self.model_variables = [v.value for v in model.variables]
         tokenizer = BertTokenizer(vocab, spec.lower_case).fused()
         length, labels = spec.seq_length, list(spec.labels)
         label_names = tf.constant(labels or [""])

@@ -72,6 +72,15 @@ class Embeddings(ExportKind):
 
     kind = "embeddings"
     tflite_outputs = ("embedding",)
+    export_help = ("text -> mean-pooled sentence embedding (serving_default) "
+                   "and per-word hidden states of every layer "
+                   "(word_features)")
+    export_arguments = (
+        (("--no-normalize",), {"dest": "normalize", "action": "store_const",
+                               "const": False,
+                               "help": "do not L2-normalise the sentence "
+                                       "embeddings"}),
+    )
     predict_help = (
         "each text's sentence embedding (its norm and first values), "
         'and their cosine similarities for 2 to 10 texts'

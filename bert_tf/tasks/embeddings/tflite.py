@@ -6,11 +6,12 @@ tf-text's TFLite kernels for tokenization and TFLite builtins for the rest
 import tensorflow as tf
 
 from bert_tf.tasks.embeddings.extract import mean_pool
+from bert_tf.tasks.serving_module import TFLiteModule
 from bert_tf.text.packer import pack_dense
 from bert_tf.text.tokenizer import BertTokenizer
 
 
-class EmbeddingTFLiteModule(tf.Module):
+class EmbeddingTFLiteModule(TFLiteModule):
     """`serve(text [B])` -> `embedding` float32 [B, H]: the mean of the
     final hidden states over the real tokens (L2-normalised if
     `normalize`), every text truncated to `seq_length` pieces and run at
@@ -29,8 +30,7 @@ class EmbeddingTFLiteModule(tf.Module):
 
     def __init__(self, encoder, vocab, seq_length, normalize=True,
                  lower_case=None):
-        super().__init__(name="bert_embeddings_tflite")
-        self.model_variables = [v.value for v in encoder.variables]
+        super().__init__(encoder, name="bert_embeddings_tflite")
         tokenizer = BertTokenizer(vocab, lower_case).fused()
 
         def serve(text):

@@ -135,6 +135,16 @@ class FillMask(ExportKind):
     """The `fill_mask` export kind, as `bert-tf predict` sees it."""
 
     kind = "fill_mask"
+    export_help = ("text with mask markers -> the top-k tokens per mask (a "
+                   "checkpoint directory with the masked-LM head)")
+    export_arguments = (
+        (("--marker",), {"help": "the string that marks a mask (default "
+                                 "[MASK])"}),
+        (("--top-k",), {"type": int,
+                        "help": "tokens returned per mask (default 5)"}),
+        (("--max-masks",), {"type": int,
+                            "help": "masks answered per text (default 8)"}),
+    )
     predict_help = 'the top tokens for each mask marker of each text'
     predict_example = ('bert-tf predict --model M "The capital of France '
                        'is [MASK]."')

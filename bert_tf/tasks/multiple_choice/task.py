@@ -75,6 +75,7 @@ class MultipleChoice(Task):
     """The multiple-choice task kind (see the module docstring)."""
 
     kind = "multiple_choice"
+    serving_inputs = ("context", "choices")
     config_class = MultipleChoiceConfig
     model_class = BertMultipleChoice
     hf_head = hf_head

@@ -6,18 +6,18 @@ kernels for tokenization and TFLite builtins for the rest (see
 
 import tensorflow as tf
 
+from bert_tf.tasks.serving_module import TFLiteModule
 from bert_tf.text.packer import pack_dense
 from bert_tf.text.tokenizer import BertTokenizer
 
 
-class ChoiceTFLiteModule(tf.Module):
+class ChoiceTFLiteModule(TFLiteModule):
     """`serve(context, choices)`: each context paired with each of its
     choices, packed at the model's `seq_length` (every pair runs at that
     length: TFLite has no padding cut), scored, and softmaxed per row."""
 
     def __init__(self, model, spec, vocab):
-        super().__init__(name="bert_multiple_choice_tflite")
-        self.model_variables = [v.value for v in model.variables]
+        super().__init__(model, name="bert_multiple_choice_tflite")
         tokenizer = BertTokenizer(vocab, spec.lower_case).fused()
         length = spec.seq_length
 

@@ -52,6 +52,7 @@ class Similarity(Task):
     """The similarity task kind (see the module docstring)."""
 
     kind = "similarity"
+    serving_inputs = ("text", "text_b")
     config_class = SimilarityConfig
     model_class = BertBiEncoder
     predict_help = 'the cosine similarity of each text pair ("A<TAB>B")'

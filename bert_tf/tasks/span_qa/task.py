@@ -51,6 +51,7 @@ class SpanQA(Task):
     """The span QA task kind (see the module docstring)."""
 
     kind = "span_qa"
+    serving_inputs = ("question", "context")
     config_class = SpanQAConfig
     model_class = BertSpanLabeler
     hf_head = hf_head

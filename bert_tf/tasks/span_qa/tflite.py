@@ -14,6 +14,7 @@ SavedModel.
 
 import tensorflow as tf
 
+from bert_tf.tasks.serving_module import TFLiteModule
 from bert_tf.tasks.span_qa.decoding import decode_answers
 from bert_tf.tasks.span_qa.features import qa_windows
 from bert_tf.text.dense import MAX_PIECES, capped, char_offsets, padded_dense
@@ -51,13 +52,12 @@ def tflite_features(tokenizer, vocab, question, context, seq_length,
     return {**features, "over_limit": over_limit}
 
 
-class QATFLiteModule(tf.Module):
+class QATFLiteModule(TFLiteModule):
     """`serve(question, context)` -> the QA SavedModel's outputs (module
     docstring). Windows run at their longest row's length."""
 
     def __init__(self, model, spec, vocab):
-        super().__init__(name="bert_span_qa_tflite")
-        self.model_variables = [v.value for v in model.variables]
+        super().__init__(model, name="bert_span_qa_tflite")
         self.max_pieces = MAX_PIECES
         tokenizer = BertTokenizer(vocab, spec.lower_case)
 

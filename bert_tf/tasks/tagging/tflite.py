@@ -17,6 +17,7 @@ come from the same `decode_entities` as evaluation and the SavedModel.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.tasks.serving_module import TFLiteModule
 from bert_tf.tasks.tagging.decoding import OUTPUTS, decode_entities
 from bert_tf.text.dense import MAX_PIECES, char_offsets
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
@@ -54,13 +55,12 @@ def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride,
                         offsets, seq_length, doc_stride, max_pieces)
 
 
-class TaggingTFLiteModule(tf.Module):
+class TaggingTFLiteModule(TFLiteModule):
     """`serve(text)` -> the tagging SavedModel's outputs (module
     docstring). Windows run at their longest row's length."""
 
     def __init__(self, model, spec, vocab):
-        super().__init__(name="bert_tagger_tflite")
-        self.model_variables = [v.value for v in model.variables]
+        super().__init__(model, name="bert_tagger_tflite")
         self.max_pieces = MAX_PIECES
         tokenizer = BertTokenizer(vocab, spec.lower_case)
 
