@@ -72,6 +72,7 @@ def vectors_as_constants(variables):
     Examples:
         >>> dense = keras.layers.Dense(2, name="head")
         >>> dense.build((None, 3))
+        >>> _ = dense.bias.assign([0.5, -0.5])  # all-zero: a variable
         >>> @tf.function
         ... def served(x):
         ...     with vectors_as_constants(dense.variables):
