@@ -285,18 +285,13 @@ class BertEncoder(keras.Model):
         """From now on (until `serving_form(False)`), traced graphs take the
         served form of each layer where it differs from training's: the
         layer norms in one op less (`bert_tf.layers.norm`). What every
-        export traces; the matrices stay variables, and in fp32 and int8
-        the vectors (biases, gammas, betas) are read as constants
+        export traces; the matrices stay variables, the vectors (biases,
+        gammas, betas) are read as constants but for all-zero ones
         (`bert_tf.models.inlined.vectors_as_constants`)."""
         for layer in self._flatten_layers():
             if isinstance(layer, LayerNorm):
                 layer.served = bool(enabled)
-        # In bf16, Grappler leaves a matmul whose bias is a constant
-        # unfused (MatMul, Add, and GELU's Erfc apart): BERT-Base's batch-1
-        # p50 went from 27 to 39 ms. Its vectors stay variables.
-        self.vectors_served = bool(enabled) and all(
-            block.compute_dtype == "float32"
-            for block in self.transformer_layers)
+        self.vectors_served = bool(enabled)
 
     def inlined_variables(self):
         """The variables traced graphs read as constants: all the
