@@ -72,6 +72,7 @@ def renamed(module, name):
 
     Examples:
         >>> import warnings
+        >>> _warned.clear()  # once per process: as if never asked
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
         ...     old = renamed("bert_tf.tasks.classification.data", "load_task")
