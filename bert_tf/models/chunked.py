@@ -101,32 +101,8 @@ def map_in_chunks(function, inputs, outputs,
         return [tf.cast(result[name], tf.float32) for name in outputs]
 
     def loop():
-        rows = tf.shape(leaves[0])[0]
-        step = rows_per_step(tf.size(leaves[0]) // tf.maximum(rows, 1),
-                             tokens_per_step)
-        # At least one step: an empty batch still gives outputs of its
-        # shape.
-        steps = tf.maximum((rows + step - 1) // step, 1)
-
-        def body(index, arrays):
-            start = index * step
-            if row_classes:  # every step full: one row class
-                start = tf.minimum(start, rows - step)
-            chunk = tf.nest.pack_sequence_as(
-                inputs, [leaf[start:start + step] for leaf in leaves])
-            new = index * step - start  # rows the step before computed
-            return index + 1, [array.write(index, value[new:]) for
-                               array, value in zip(arrays, run(chunk))]
-
-        arrays = [tf.TensorArray(tf.float32, size=steps, infer_shape=False)
-                  for _ in outputs]
-        # One step at a time: parallel iterations would hold several
-        # steps' activations at once, which is what the loop is for
-        # avoiding.
-        _, arrays = tf.while_loop(lambda index, _: index < steps, body,
-                                  (tf.constant(0), arrays),
-                                  parallel_iterations=1)
-        return [array.concat() for array in arrays]
+        return _in_steps(run, inputs, len(outputs), tokens_per_step,
+                         full_steps=bool(row_classes))
 
     # A request that fits one step (most) skips the loop and what it
     # costs per request: a hand-off of each input and weight it reads.
@@ -146,6 +122,38 @@ def map_in_chunks(function, inputs, outputs,
         if shapes[name].rank is not None:
             results[name].set_shape([None] + shapes[name][1:])
     return results
+
+
+def _in_steps(run, inputs, count, tokens_per_step, full_steps):
+    """`run` (chunk -> `count` float32 tensors) over `inputs` a step of
+    rows at a time in a `tf.while_loop`, the results concatenated; with
+    `full_steps`, every step has the same rows (the last one overlaps the
+    step before, its overlap dropped)."""
+    leaves = tf.nest.flatten(inputs)
+    rows = tf.shape(leaves[0])[0]
+    step = rows_per_step(tf.size(leaves[0]) // tf.maximum(rows, 1),
+                         tokens_per_step)
+    # At least one step: an empty batch still gives outputs of its shape.
+    steps = tf.maximum((rows + step - 1) // step, 1)
+
+    def body(index, arrays):
+        start = index * step
+        if full_steps:  # every step full: one row class
+            start = tf.minimum(start, rows - step)
+        chunk = tf.nest.pack_sequence_as(
+            inputs, [leaf[start:start + step] for leaf in leaves])
+        new = index * step - start  # rows the step before computed
+        return index + 1, [array.write(index, value[new:]) for
+                           array, value in zip(arrays, run(chunk))]
+
+    arrays = [tf.TensorArray(tf.float32, size=steps, infer_shape=False)
+              for _ in range(count)]
+    # One step at a time: parallel iterations would hold several steps'
+    # activations at once, which is what the loop is for avoiding.
+    _, arrays = tf.while_loop(lambda index, _: index < steps, body,
+                              (tf.constant(0), arrays),
+                              parallel_iterations=1)
+    return [array.concat() for array in arrays]
 
 
 def row_classes_of(model):
