@@ -130,7 +130,8 @@ def text_checks(value, name, max_input_chars, max_batch_chars):
     import tensorflow as tf
 
     chars = tf.reshape(tf.strings.length(value, unit="UTF8_CHAR"), [-1])
-    longest = tf.reduce_max(tf.concat([[0], chars], 0))
+    # Of no text, the int32 minimum: within the limit.
+    longest = tf.reduce_max(chars)
     total = tf.reduce_sum(chars)
     per_text = tf.strings.format(
         f"`{name}` holds a text of {{}} characters, over the limit of "
@@ -140,10 +141,13 @@ def text_checks(value, name, max_input_chars, max_batch_chars):
         f"`{name}` holds {{}} characters in one request, over the limit of "
         f"{max_batch_chars} set by `bert-tf export --max-batch-chars` (send "
         "fewer texts per request)", [total])
-    # A text over its own limit is reported as that, not as the batch.
-    return [tf.debugging.Assert(longest <= max_input_chars, [per_text]),
-            tf.debugging.Assert((total <= max_batch_chars) |
-                                (longest > max_input_chars), [per_request])]
+    # A text over its own limit is reported as that, not as the batch: the
+    # request's check runs only after the text's passed.
+    per_text_check = tf.debugging.Assert(longest <= max_input_chars,
+                                         [per_text])
+    with tf.control_dependencies([per_text_check]):
+        return [tf.debugging.Assert(total <= max_batch_chars,
+                                    [per_request])]
 
 
 def limited(function, max_input_chars, max_batch_chars):
