@@ -171,3 +171,43 @@ def test_inlined_weights_serve_the_same_numbers_and_read_no_block_variable(
         np.testing.assert_allclose(after[name], before[name], atol=1e-5)
     encoder.inline_weights(False)
     assert encoder.inlined_variables() == []
+
+
+def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
+    """Served, each block's norms leave beta out and the dense layers
+    after them add it in their biases: the same outputs (every layer's),
+    two adds fewer a block; the pooler is left out of a served task model
+    that does not read it."""
+    from bert_tf.tasks.classification.model import BertClassifier
+
+    encoder = BertEncoder(**tiny_config)
+    rng = np.random.default_rng(0)
+    for weight in encoder.weights:
+        if len(weight.shape) == 1:  # nonzero biases and betas
+            weight.assign(rng.normal(size=weight.shape).astype("float32"))
+    inputs = random_inputs(batch=3, length=9, pad_from=4)
+    before = encoder(inputs)
+    encoder.serving_form()
+    try:
+        served = tf.function(lambda x: encoder(x, training=False))
+        graph = served.get_concrete_function(inputs).graph
+        folded = [op.name for op in graph.get_operations()
+                  if op.name.endswith("_folded")]
+        # qkv and the attention output of blocks after the first, the
+        # feed-forward in and out of every block.
+        assert len(folded) == 4 * tiny_config["num_layers"] - 2, folded
+        after = served(inputs)
+        for name in ("sequence_output", "pooled_output"):
+            np.testing.assert_allclose(after[name], before[name], atol=1e-5)
+        for a, b in zip(after["encoder_outputs"], before["encoder_outputs"]):
+            np.testing.assert_allclose(a, b, atol=1e-5)
+
+        classifier = BertClassifier(encoder, num_classes=2, pooling="mean")
+        traced = tf.function(lambda x: classifier(x, training=False))
+        graph = traced.get_concrete_function(inputs).graph
+        handles = [op.name for op in graph.get_operations()
+                   if op.type in ("Placeholder", "ReadVariableOp")]
+        assert [n for n in handles if "qkv" in n], handles
+        assert not [n for n in handles if "pooler" in n], handles
+    finally:
+        encoder.serving_form(False)

@@ -17,12 +17,14 @@ toy classifier's labels flipped; the fused node also took about 200 us a
 call at batch 1 on 2 EPYC cores against about 25 us for the unfused ops.
 
 Served graphs (`served = True`, set by `BertEncoder.serving_form`) take
-one op less: with BERT's tiny epsilon, `rsqrt(mean(d * d) + eps)` equals
-`1 / (max(|d|, sqrt(H * eps)) / sqrt(H))` (|d| one EuclideanNorm op) to
-float32 rounding unless a row's variance is below about 1e3 * eps, and
-sqrt(H) folds into gamma. Not in training: the norm's gradient is not
-finite where a row is constant. A reciprocal and a multiply, not a
-division: broadcast division was 1.5x slower at 128 rows.
+two ops less: with BERT's tiny epsilon, `rsqrt(mean(d * d) + eps)` equals
+`sqrt(H) / |d|` (|d| one EuclideanNorm op) to float32 rounding unless a
+row's variance is below about 1e3 * eps, and sqrt(H) folds into gamma.
+`1 / |d|` is `reciprocal_no_nan` (one DivNoNan): a constant row (|d| = 0)
+gives beta, as the eps form does, and a nearly constant one is still
+scaled to unit variance, so outputs stay bounded. Not in training: the
+norm's gradient is not finite where a row is constant. A reciprocal and a
+multiply, not a division: broadcast division was 1.5x slower at 128 rows.
 """
 
 import keras
@@ -53,7 +55,10 @@ class LayerNorm(keras.layers.LayerNormalization):
                              f"axis = {kwargs['axis']}.")
         super().__init__(**kwargs)
 
-    def call(self, inputs):
+    def call(self, inputs, without_beta=False):
+        """`without_beta`: the output less beta (`y - beta`), for a served
+        block that adds beta in the biases of the layers it feeds
+        (`bert_tf.layers.folding`)."""
         x = tf.cast(inputs, self.compute_dtype)
         axis = -1  # not rank - 1: see the module docstring
         centered = x - tf.reduce_mean(x, axis, keepdims=True)
@@ -61,13 +66,14 @@ class LayerNorm(keras.layers.LayerNormalization):
                 and self.scale and x.shape[-1] is not None:
             size = x.shape[-1]
             norm = tf.math.reduce_euclidean_norm(centered, axis, keepdims=True)
-            y = centered * tf.math.reciprocal(tf.maximum(
-                norm, tf.cast((size * self.epsilon) ** 0.5, x.dtype)))
+            y = centered * tf.math.reciprocal_no_nan(norm)
             y = y * (tf.cast(self.gamma, x.dtype) * size ** 0.5)
-            return y + tf.cast(self.beta, x.dtype) if self.center else y
+            return y + tf.cast(self.beta, x.dtype) if self.center and \
+                not without_beta else y
         inv = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis,
                                            keepdims=True) + self.epsilon)
         y = centered * inv
         if self.scale:
             y = y * tf.cast(self.gamma, x.dtype)
-        return y + tf.cast(self.beta, x.dtype) if self.center else y
+        return y + tf.cast(self.beta, x.dtype) if self.center and \
+            not without_beta else y

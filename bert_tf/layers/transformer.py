@@ -19,6 +19,7 @@ from keras import ops
 import tensorflow as tf
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
+from bert_tf.layers.folding import beta_of, biases_with, foldable
 from bert_tf.layers.norm import LayerNorm
 
 # Added to the logits of masked-out keys; exp() of it is exactly 0 in float32.
@@ -266,6 +267,33 @@ class TransformerBlock(ConfigLayer):
                                      training=training)
         rows = self.output_norm(rows + ops.cast(hidden, rows.dtype))
         return rows if len(x.shape) == 2 else ops.reshape(rows, ops.shape(x))
+
+    def folds_betas(self):
+        """Whether `call_without_betas` applies: float dense layers only."""
+        return all(foldable(layer) for layer in (
+            self.attention.qkv, self.attention.output_dense,
+            self.intermediate, self.output_dense))
+
+    def call_without_betas(self, rows, missing, attention_bias, rows_shape):
+        """Served (inference) `call` on token rows that lack `missing` (the
+        beta of the norm before, a float32 [H], or None): returns (the
+        output rows less the output norm's beta, that beta). Each norm's
+        beta goes into the biases of the layers it feeds
+        (`bert_tf.layers.folding`): two adds fewer per block."""
+        attention = self.attention
+        with biases_with({attention.qkv: missing,
+                          attention.output_dense: (missing, True)}):
+            attended = attention(rows, attention_bias=attention_bias,
+                                 rows_shape=rows_shape)
+        rows = self.attention_norm(rows + ops.cast(attended, rows.dtype),
+                                   without_beta=True)
+        missing = beta_of(self.attention_norm)
+        with biases_with({self.intermediate: missing,
+                          self.output_dense: (missing, True)}):
+            hidden = self.output_dense(self.intermediate(rows))
+        rows = self.output_norm(rows + ops.cast(hidden, rows.dtype),
+                                without_beta=True)
+        return rows, beta_of(self.output_norm)
 
     def int8_matmuls(self):
         """(owner layer, attribute) of the block's four matmuls that int8

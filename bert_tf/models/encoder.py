@@ -1,6 +1,7 @@
 """BertEncoder: the bidirectional Transformer encoder of BERT as a functional
 Keras model with TF Hub input and output names."""
 
+import contextlib
 import dataclasses
 
 import keras
@@ -138,6 +139,9 @@ class BertEncoder(keras.Model):
         self.row_class_bounds = ()
         self.weights_inlined = False
         self.vectors_served = False
+        # False while a served task model that does not read
+        # `pooled_output` calls the encoder (`without_pooler`).
+        self.pooler_served = True
         self._inlined_functions = {}
 
     def branch_by_rows(self, bounds=ROW_CLASS_BOUNDS):
@@ -284,14 +288,27 @@ class BertEncoder(keras.Model):
     def serving_form(self, enabled=True):
         """From now on (until `serving_form(False)`), traced graphs take the
         served form of each layer where it differs from training's: the
-        layer norms in one op less (`bert_tf.layers.norm`). What every
-        export traces; the matrices stay variables, the vectors (biases,
+        layer norms in two ops less (`bert_tf.layers.norm`), their betas
+        added by the biases after them (`bert_tf.layers.folding`). What
+        every export traces; the matrices stay variables, the vectors (biases,
         gammas, betas) are read as constants but for all-zero ones
         (`bert_tf.models.inlined.vectors_as_constants`)."""
         for layer in self._flatten_layers():
             if isinstance(layer, LayerNorm):
                 layer.served = bool(enabled)
         self.vectors_served = bool(enabled)
+
+    @contextlib.contextmanager
+    def without_pooler(self, skip=True):
+        """While open (if `skip`), graphs traced leave the pooler out:
+        `pooled_output` is the unpooled `[CLS]` state. For a served model
+        that does not read the pooler, whose weights would otherwise be
+        handed to every row-class copy of the encoder on each request."""
+        before, self.pooler_served = self.pooler_served, not skip
+        try:
+            yield
+        finally:
+            self.pooler_served = before
 
     def inlined_variables(self):
         """The variables traced graphs read as constants: all the
@@ -333,9 +350,11 @@ class BertEncoder(keras.Model):
         rows = tf.reshape(x, (-1, self.config.hidden_size))
         layer_rows = self._blocks(rows, bias, training)
         sequence_output = tf.reshape(layer_rows[-1], shape)
+        first = sequence_output[:, 0, :]
         return {
             "sequence_output": sequence_output,
-            "pooled_output": self.pooler(sequence_output[:, 0, :]),
+            "pooled_output": self.pooler(first) if self.pooler_served or
+            training else first,
             "encoder_outputs": [tf.reshape(r, shape) for r in layer_rows],
             "embedding_output": embedding_output,
         }
@@ -363,10 +382,30 @@ class BertEncoder(keras.Model):
 
     def _run_blocks(self, rows, bias, training=None):
         outputs, rows_shape = [], tf.shape(rows)  # once, for every layer
+        if self._folds_betas(training):
+            return self._run_blocks_without_betas(rows, bias, rows_shape)
         for block in self.transformer_layers:
             rows = block(rows, training=training, attention_bias=bias,
                          rows_shape=rows_shape)
             outputs.append(rows)
+        return outputs
+
+    def _folds_betas(self, training):
+        return (self.vectors_served and not training and not
+                self.weights_inlined and not tf.executing_eagerly() and
+                all(block.folds_betas() for block in self.transformer_layers))
+
+    def _run_blocks_without_betas(self, rows, bias, rows_shape):
+        """`_run_blocks` in a served graph, each norm's beta folded into
+        the biases after it (`TransformerBlock.call_without_betas`): each
+        layer's output gets its beta back in one add, which Grappler
+        drops where nothing reads it (all but the last)."""
+        outputs, missing = [], None
+        for block in self.transformer_layers:
+            with tf.name_scope(block.name):
+                rows, missing = block.call_without_betas(rows, missing, bias,
+                                                         rows_shape)
+            outputs.append(rows if missing is None else rows + missing)
         return outputs
 
     @property

@@ -19,6 +19,8 @@ import threading
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.folding import values_read_as
+
 _vectors = threading.local()
 
 
@@ -92,6 +94,7 @@ def vectors_as_constants(variables):
                  "float" in str(v.dtype)]
     with tf.init_scope():  # their values, read eagerly
         values = [v.numpy() for v in variables]
+    read = {id(v): value for v, value in zip(variables, values)}
     # An all-zero bias as a constant is folded away by Grappler, and its
     # matmul then loses the fusion with bias and GELU that oneDNN runs (a
     # random BERT-Base's batch-1 p50 rose from 48 to 56 ms): such vectors
@@ -106,8 +109,8 @@ def vectors_as_constants(variables):
                      for v, value in zip(variables, values)]
     _vectors.active = True
     try:
-        with keras.StatelessScope(state_mapping=list(zip(variables,
-                                                         constants))):
+        with keras.StatelessScope(state_mapping=list(zip(
+                variables, constants))), values_read_as(read):
             yield
     finally:
         _vectors.active = False

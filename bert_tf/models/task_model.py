@@ -72,6 +72,11 @@ class TaskModel(keras.Model):
         return self.head(self.features(encoder_outputs, inputs),
                          training=training)
 
+    @property
+    def reads_pooled_output(self):
+        """Whether the head reads the encoder's pooler."""
+        return self.encoder_output == "pooled_output"
+
     def features(self, encoder_outputs, inputs):
         """What the head reads: the encoder output named `encoder_output`,
         `mean_pooled` (the mean over real tokens) or `first_token` (the
@@ -120,7 +125,8 @@ class TaskModel(keras.Model):
                  "float" in str(v.dtype)],
                 lambda x: run(x, training=False))(inputs)
         if getattr(self.encoder, "vectors_served", False) and not training:
-            with vectors_as_constants(self.variables):  # the head's too
+            with vectors_as_constants(self.variables), \
+                    self.encoder.without_pooler(not self.reads_pooled_output):
                 return run(inputs, training=training, mask=mask, **kwargs)
         return run(inputs, training=training, mask=mask, **kwargs)
 

@@ -113,3 +113,8 @@ class BertMultipleChoice(TaskModel):
         # === Config ===
         self.dropout = dropout
         self.pooling = pooling
+
+    @property
+    def reads_pooled_output(self):
+        """Whether the head reads the encoder's pooler."""
+        return self.pooling == "cls"

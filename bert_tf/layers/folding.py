@@ -1,0 +1,98 @@
+"""Layer-norm betas folded into the biases of the layers they feed, in
+served graphs: two adds and two constants fewer per transformer block.
+
+A block's norm output `y = n * gamma + beta` feeds a dense layer and a
+residual add. Served, the norm returns `y - beta`; the dense layer it
+feeds adds `beta @ kernel` to its bias and the residual's dense layer
+adds `beta` to its own, so every sum is the same. The new biases are
+constants computed when the graph is traced (the vectors of a served
+graph are constants already: `bert_tf.models.inlined`). Only for float
+dense layers: an int8 layer's input ranges were calibrated on `y`.
+"""
+
+import contextlib
+import threading
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+_read = threading.local()
+
+
+@contextlib.contextmanager
+def values_read_as(values):
+    """Within it, `vector_value` of a variable in `values` ({id(variable):
+    NumPy value}) is that value: where a scope maps the variables to
+    constants of a graph (`bert_tf.models.inlined.vectors_as_constants`),
+    reading them gives those constants, not values."""
+    before = getattr(_read, "values", {})
+    _read.values = values
+    try:
+        yield
+    finally:
+        _read.values = before
+
+
+def vector_value(variable):
+    """The NumPy value of `variable` (a bias, gamma or beta)."""
+    values = getattr(_read, "values", {})
+    if id(variable) in values:
+        return values[id(variable)]
+    with tf.init_scope():
+        return variable.numpy()
+
+
+def foldable(dense):
+    """Whether `dense` is a float Keras Dense with a bias (not int8, not
+    a calibration recorder)."""
+    return type(dense) is keras.layers.Dense and dense.use_bias
+
+
+def beta_of(norm):
+    """The float32 beta of a `LayerNorm` (None without one), read now."""
+    return vector_value(norm.beta).astype("float32") if norm.center \
+        else None
+
+
+@contextlib.contextmanager
+def biases_with(shifts):
+    """Within it, each Dense of `shifts` ({dense: the input's missing
+    beta, a float32 vector, or None}) reads `bias + beta @ kernel` (a
+    residual layer: `shifts` gives it `(beta, True)`, and its bias reads
+    `bias + beta`) as a constant of the graph.
+
+    Examples:
+        >>> dense = keras.layers.Dense(2)
+        >>> dense.build((None, 3))
+        >>> beta = np.array([1.0, 2.0, 3.0], "float32")
+        >>> x = np.ones((1, 3), "float32")
+        >>> @tf.function
+        ... def served(x):
+        ...     with biases_with({dense: beta}):
+        ...         return dense(x - beta)
+        >>> bool(np.allclose(served(x), dense(x), atol=1e-6))
+        True
+    """
+    mapping = []
+    for dense, shift in shifts.items():
+        beta, residual = shift if isinstance(shift, tuple) else \
+            (shift, False)
+        if beta is None or not beta.any():
+            continue
+        bias = vector_value(dense.bias).astype("float64")
+        if residual:
+            bias += beta
+        else:
+            with tf.init_scope():  # a matrix: never a constant
+                bias += beta.astype("float64") @ dense.kernel.numpy()
+        mapping.append((dense.bias, bias.astype("float32")))
+    if not mapping:
+        yield
+        return
+    with tf.compat.v1.get_default_graph().name_scope(""):
+        constants = [tf.constant(value, name=f"{v.path}_folded")
+                     for v, value in mapping]
+    with keras.StatelessScope(state_mapping=[
+            (v, c) for (v, _), c in zip(mapping, constants)]):
+        yield
