@@ -106,6 +106,9 @@ def test_export_flags_that_cannot_apply_are_refused_in_one_line(capsys,
          "--max-input-chars does not apply to --format tflite"),
         (run, ["--top-k", "3"], "--top-k does not apply to --format "
                                 "savedmodel; it applies to --kind fill_mask"),
+        (run, ["--no-normalize"], "--no-normalize does not apply to "
+                                  "--format savedmodel; it applies to --kind "
+                                  "embeddings"),
         (pretrained, ["--format", "tflite", "--kind", "fill_mask"],
          "exports a fine-tuning run (no --kind) or --kind embeddings"),
         (pretrained, ["--format", "tflite", "--kind", "hub"],

@@ -243,17 +243,29 @@ def export_flag_refusal(args, extra):
     from bert_tf.serving import _refusal, old_kind_spelling, route
 
     flag = next((a for a in extra if a.startswith("--")), extra[0])
-    name = flag.lstrip("-").split("=")[0].replace("-", "_")
-    if name == "no_normalize":  # a store_const flag: its dest
-        name = "normalize"
+    flag = flag.split("=")[0]
+    name = _export_flag_dest(flag)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         format, kind = old_kind_spelling(args.format, args.kind)
-    message = _refusal(name, format, kind, route(format, kind)[2])
+    message = _refusal(name, format, kind, route(format, kind)[2], flag)
     if "it applies to no export" in message:
         return (f"{flag}: not a flag of bert-tf export; `bert-tf export "
                 "--help` lists them.")
     return message
+
+
+def _export_flag_dest(flag):
+    """The option a typed export flag sets: a kind's own flag may store to
+    another name (`--no-normalize` sets `normalize`)."""
+    if flag.startswith("--"):
+        from bert_tf import tasks
+
+        for kind in tasks.available_kinds():
+            dest = tasks.get_kind(kind).export_argument_dest(flag)
+            if dest:
+                return dest
+    return flag.lstrip("-").replace("-", "_")
 
 
 def _add_kind_flags(predict_parser, argv):

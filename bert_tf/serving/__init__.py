@@ -153,15 +153,16 @@ def _flag(option):
     return "--" + option.replace("_", "-")
 
 
-def _refusal(name, format, kind, takes):
-    """One line: `name` does not apply here, where it does, and what does.
-    The kinds (whose registry imports TensorFlow) are asked only for an
-    option no format's run export takes."""
+def _refusal(name, format, kind, takes, typed=None):
+    """One line: `name` (typed as `typed`, by default its flag) does not
+    apply here, where it does, and what does. The kinds (whose registry
+    imports TensorFlow) are asked only for an option no format's run
+    export takes."""
     where = [f"--format {f}" for f in FORMATS if name in route(f)[2]]
     if not where:
         where = [f"--kind {k}" for f in FORMATS for k in export_only_kinds(f)
                  if name in route(f, k)[2]]
     what = f"--format {format}" + (f" --kind {kind}" if kind else "")
-    return (f"{_flag(name)} does not apply to {what}; it applies to "
+    return (f"{typed or _flag(name)} does not apply to {what}; it applies to "
             f"{' or '.join(dict.fromkeys(where)) or 'no export'}. This "
             f"export takes {', '.join(_flag(o) for o in sorted(takes))}.")

@@ -206,6 +206,16 @@ class ExportKind:
                 for flags, options in cls.export_arguments]
 
     @classmethod
+    def export_argument_dest(cls, flag):
+        """The dest of `flag` (as typed, e.g. `--no-normalize`) if it is one
+        of this kind's `export_arguments`, else None."""
+        for flags, options in cls.export_arguments:
+            if flag in flags:
+                return options.get("dest", flags[0].lstrip("-").replace(
+                    "-", "_"))
+        return None
+
+    @classmethod
     def add_predict_arguments(cls, parser):
         """Adds the kind's own `bert-tf predict` flags to `parser`."""
         for flags, options in cls.predict_arguments:
