@@ -4,6 +4,7 @@ final weights and TensorBoard curve equal an uninterrupted run's."""
 
 import json
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -25,8 +26,10 @@ sys.exit(cli.main(["pretrain", "--config", sys.argv[1], "--set",
                    "strategy=multi_worker_mirrored"]))
 """
 
-# Mirrored over 2 logical CPUs: straight to 15 steps, or to 5 then a new
-# trainer on the same model_dir to 15.
+# Mirrored over 2 logical CPUs, for each argument CONFIG:STEPS,STEPS...: a
+# new trainer on the config's model_dir to each number of steps in turn
+# (straight to 15; or to 5, then a new trainer to 15). One process for
+# both runs: a process and its TensorFlow start cost more than the runs.
 MIRRORED = """
 import sys
 import numpy as np
@@ -35,12 +38,15 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from bert_tf import pretrain
-for steps in sys.argv[2:]:
-    cfg = pretrain.load(sys.argv[1], ["strategy=mirrored",
-                                      f"trainer.train_steps={steps}"])
-    trainer = pretrain.build_trainer(cfg, log=print)
-    trainer.train()
-np.savez(sys.argv[1] + ".npz", *[w.numpy() for w in trainer.model.weights])
+for run in sys.argv[1:]:
+    config, steps = run.split(":")
+    for step in steps.split(","):
+        cfg = pretrain.load(config, ["strategy=mirrored",
+                                     f"trainer.train_steps={step}"])
+        trainer = pretrain.build_trainer(cfg, log=print)
+        trainer.train()
+    print("run done:", config)
+    np.savez(config + ".npz", *[w.numpy() for w in trainer.model.weights])
 """
 
 
@@ -75,18 +81,21 @@ def _curve(run_dir):
 def test_mirrored_resume_continues_the_data_and_equals_a_straight_run(
         sample_pairs, tmp_path):
     pairs_dir, _ = sample_pairs
-    runs = {}
-    for name, steps in (("straight", ["15"]), ("resumed", ["5", "15"])):
-        config = pretrain_config(tmp_path / name, pairs_dir, train_steps=15,
-                                 checkpoint_every=5)
-        process = subprocess.run(
-            [sys.executable, "-c", MIRRORED, str(config), *steps],
-            capture_output=True, text=True, timeout=300, env=_env())
-        assert process.returncode == 0, process.stdout[-2000:] + \
-            process.stderr[-2000:]
-        runs[name] = (process.stdout, _weights(str(config) + ".npz"))
-    assert "input fast-forwarded past the 5 steps" in runs["resumed"][0]
-    _assert_close(runs["straight"][1], runs["resumed"][1])
+    configs = {name: pretrain_config(tmp_path / name, pairs_dir,
+                                     train_steps=15, checkpoint_every=5)
+               for name in ("straight", "resumed")}
+    process = subprocess.run(
+        [sys.executable, "-c", MIRRORED, f"{configs['straight']}:15",
+         f"{configs['resumed']}:5,15"],
+        capture_output=True, text=True, timeout=400, env=_env())
+    assert process.returncode == 0, process.stdout[-2000:] + \
+        process.stderr[-2000:]
+    straight_log, resumed_log = process.stdout.split(
+        f"run done: {configs['straight']}")
+    assert "fast-forwarded" not in straight_log
+    assert "input fast-forwarded past the 5 steps" in resumed_log
+    _assert_close(_weights(f"{configs['straight']}.npz"),
+                  _weights(f"{configs['resumed']}.npz"))
     straight = _curve(tmp_path / "straight" / "run")
     resumed = _curve(tmp_path / "resumed" / "run")
     assert sorted(straight) == sorted(resumed) == [5, 10, 15]
@@ -134,14 +143,26 @@ def _final(run_dir):
     return list(checkpoints.read_model_variables(prefix).values())
 
 
+def _damage_the_newest_checkpoint(run_dir):
+    """Truncates the newest checkpoint's data; returns (the prefix of the
+    one before it, the damaged one's)."""
+    state = tf.train.get_checkpoint_state(str(run_dir / "checkpoints"))
+    *_, older, newest = state.all_model_checkpoint_paths
+    data = pathlib.Path(newest + ".data-00000-of-00001")
+    data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
+    return older, newest
+
+
 @pytest.mark.slow
 def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
                                                       tmp_path):
     """Two MultiWorkerMirrored workers on loopback: a straight run; one
     where a worker is SIGKILLed at a random step (its peer stops with a
-    clear error) and both restart; one where a
-    worker gets SIGTERM, both save the same step and exit with 143, and
-    both restart. All three end with the same weights and curve."""
+    clear error) and both restart; one where a worker gets SIGTERM, both
+    save the same step and exit with 143, the newest checkpoint is then
+    truncated (the chief reports it and sets it aside), and both restart
+    from the same older one. All three end with the same weights and
+    curve."""
     pairs_dir, _ = sample_pairs
     settings = dict(train_steps=30, steps_per_loop=5, checkpoint_every=5)
     runs = {}
@@ -164,15 +185,15 @@ def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
             shutil.rmtree(run_dir / "scratch", ignore_errors=True)
             processes = _cluster(config, tmp_path, name)
         elif name == "sigterm":
-            _wait_for_checkpoint(run_dir, 5)
+            _wait_for_checkpoint(run_dir, 10)
             processes[0].send_signal(signal.SIGTERM)
             codes = _wait(processes)
             logs = [(tmp_path / f"sigterm_{t}.log").read_text()
                     for t in range(2)]
             assert codes == [143, 143], logs
             assert all("stopped by SIGTERM at step" in log for log in logs)
-            stopped = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
-            assert 5 <= int(stopped.rsplit("-", 1)[1]) < 30
+            older, stopped = _damage_the_newest_checkpoint(run_dir)
+            assert 10 <= int(stopped.rsplit("-", 1)[1]) < 30
             processes = _cluster(config, tmp_path, name)
         codes = _wait(processes)
         logs = [(tmp_path / f"{name}_{t}.log").read_text() for t in range(2)]
@@ -181,6 +202,17 @@ def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
             assert "input fast-forwarded past the" in logs[0], logs[0]
             resumed = str(run_dir / "checkpoints" / "ckpt-")
             assert all(f"restored {resumed}" in log for log in logs), logs
+            assert all("Traceback" not in log for log in logs), logs
+        if name == "sigterm":
+            # The chief set the damaged newest checkpoint aside; both
+            # workers resumed from the same older one.
+            assert f"{os.path.basename(stopped)} does not read" in logs[0]
+            assert (run_dir / "checkpoints" / "unreadable" / (
+                os.path.basename(stopped) +
+                ".data-00000-of-00001")).exists()
+            step = older.rsplit("-", 1)[1]
+            assert all(f"restored {older} at step {step}" in log
+                       for log in logs), logs
         runs[name] = (_final(run_dir), _curve(run_dir))
     straight_weights, straight_curve = runs["straight"]
     assert sorted(straight_curve) == list(range(5, 31, 5))
@@ -191,34 +223,3 @@ def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
         assert sorted(curve) == sorted(straight_curve), (name, curve)
         for step, loss in straight_curve.items():
             assert abs(curve[step] - loss) <= 1e-5, (name, step)
-
-
-@pytest.mark.slow
-def test_two_workers_skip_the_same_damaged_checkpoint(sample_pairs,
-                                                      tmp_path):
-    """The chief's newest checkpoint is truncated between runs: the chief
-    reports it and sets it aside, and both workers resume from the same
-    older one. (Worker 1 reports it too when it looks before the chief has
-    moved it; either order must end at the same step.)"""
-    import yaml
-    pairs_dir, _ = sample_pairs
-    config = pretrain_config(tmp_path, pairs_dir, train_steps=20,
-                             steps_per_loop=5, checkpoint_every=10)
-    run_dir = tmp_path / "run"
-    assert _wait(_cluster(config, tmp_path, "first")) == [0, 0]
-    data = run_dir / "checkpoints" / "ckpt-20.data-00000-of-00001"
-    data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
-    settings = yaml.safe_load(config.read_text())
-    settings["trainer"]["train_steps"] = 30
-    config.write_text(yaml.safe_dump(settings))
-    codes = _wait(_cluster(config, tmp_path, "second"))
-    logs = [(tmp_path / f"second_{t}.log").read_text() for t in range(2)]
-    assert codes == [0, 0], logs
-    assert "ckpt-20 does not read" in logs[0], logs[0][-3000:]
-    assert (run_dir / "checkpoints" / "unreadable" /
-            "ckpt-20.data-00000-of-00001").exists()
-    for log in logs:
-        assert f"restored {run_dir}/checkpoints/ckpt-10 at step 10" in log
-        assert "Traceback" not in log
-    assert tf.train.latest_checkpoint(
-        str(run_dir / "checkpoints")).endswith("ckpt-30")
