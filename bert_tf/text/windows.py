@@ -1,8 +1,9 @@
 """Overlapping windows over word pieces, in-graph (the document stride of
-the original `run_squad.py`), as ragged tensors: the windows of long
-documents (classification), and each word's value where it is predicted
-(tagging, per-word features). Span QA and tagging place their windows
-with dense ops (`text/dense.py`: `dense_windows`, `max_context`)."""
+the original `run_squad.py`), as ragged tensors: the reference definition
+of the windows (`stride_windows`, `gather_pieces`), and each word's value
+where it is predicted (tagging, per-word features). Every kind places its
+windows with dense ops (`text/dense.py`: `dense_windows`, `max_context`),
+which give the same windows."""
 
 import tensorflow as tf
 

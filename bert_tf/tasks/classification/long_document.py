@@ -1,7 +1,8 @@
 """Documents longer than the model: each text is cut into windows of word
-pieces (the document-stride windows of span QA, `text/windows.py`), every
-window is classified, and the window logits are pooled into the
-document's, in the graph (training, evaluation and the export alike).
+pieces (the document-stride windows of span QA, `text.dense.dense_windows`,
+placed by one gather), every window is classified, and the window logits
+are pooled into the document's, in the graph (training, evaluation and
+the export alike).
 
 The windows of a batch are rows of ordinary encoder inputs;
 `window_document` says which document (row of the batch) each belongs
@@ -11,11 +12,10 @@ to. Every text has at least one window (an empty text has one, `[CLS]
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from bert_tf.text.dense import dense_windows
 from bert_tf.text.features import input_specs
 from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
-from bert_tf.text.windows import gather_pieces, stride_windows
 
 WINDOW_POOLINGS = ("mean", "max", "attention")
 WINDOW_KEY = "window_document"
@@ -74,22 +74,30 @@ class DocumentWindows(keras.layers.Layer):
     def call(self, text):
         vocab = self.tokenizer.vocab
         ids = self.tokenizer(tf.convert_to_tensor(text, tf.string))
-        windows = stride_windows(ids.row_lengths(), self.seq_length - 2,
-                                 self.doc_stride)
-        packed, _ = tf_text.combine_segments(
-            [gather_pieces(ids, windows)], start_of_sequence_id=vocab.cls_id,
-            end_of_segment_id=vocab.sep_id)
-        word_ids, mask = tf_text.pad_model_inputs(
-            packed, self.seq_length, pad_value=vocab.pad_id)
-        document = tf.cast(windows["example"], tf.int32)
-        word_ids = tf.cast(word_ids, tf.int32)
+        room = self.seq_length - 2
+        windows = dense_windows(ids.row_lengths(), room, self.doc_stride)
+        # Each window's pieces by one gather from the batch's pieces (a
+        # [PAD] after them for the places past a window's end).
+        values = tf.concat([tf.cast(ids.flat_values, tf.int32),
+                            [vocab.pad_id]], 0)
+        place = tf.range(room)[None, :]
+        piece = (tf.gather(tf.cast(ids.row_starts(), tf.int32),
+                           windows["example"]) + windows["first"])[:, None] \
+            + place
+        pieces = tf.gather(values, tf.where(
+            place < windows["size"][:, None], piece, tf.size(values) - 1))
+        # [CLS] pieces [PAD], then [SEP] after the window's last piece.
+        words = tf.pad(tf.pad(pieces, [[0, 0], [1, 0]],
+                              constant_values=vocab.cls_id),
+                       [[0, 0], [0, 1]], constant_values=vocab.pad_id)
+        position = tf.range(self.seq_length)[None, :]
+        sep_at = windows["size"][:, None] + 1
+        word_ids = tf.where(position == sep_at, vocab.sep_id, words)
         return {"input_word_ids": word_ids,
-                "input_mask": tf.cast(mask, tf.int32),
+                "input_mask": tf.cast(position <= sep_at, tf.int32),
                 "input_type_ids": tf.zeros_like(word_ids),
-                WINDOW_KEY: document,
-                "windows": tf.math.bincount(
-                    document, minlength=tf.size(ids.row_lengths()),
-                    dtype=tf.int32)}
+                WINDOW_KEY: windows["example"],
+                "windows": windows["per_row"]}
 
     def compute_output_spec(self, text):
         specs = input_specs((None,), self.seq_length)
