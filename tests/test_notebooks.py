@@ -16,9 +16,9 @@ SMALL = {
                           '"trainer.eval_every=6"]\n'
                           'CONTEXT_TWEETS = 40\nOUT = "qa_out"',
     "pretraining": 'STEPS = 10\nSEQ_LENGTH = 64\nBATCH_SIZE = 8\n'
-                   'OUT = "pretraining_out"',
+                   'VALIDATION_STEPS = 2\nOUT = "pretraining_out"',
     "tf_hub": 'TRAIN_EXAMPLES = 32\nEPOCHS = 1\nSEQ_LENGTH = 32\n'
-              'OUT = "hub_out"',
+              'TEST_EXAMPLES = 64\nOUT = "hub_out"',
 }
 EXPECTED = {
     "quickstart": ["test accuracy", "negative", "wrote SavedModel"],
