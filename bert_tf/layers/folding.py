@@ -56,11 +56,11 @@ def beta_of(norm):
 
 
 @contextlib.contextmanager
-def biases_with(shifts):
-    """Within it, each Dense of `shifts` ({dense: the input's missing
-    beta, a float32 vector, or None}) reads `bias + beta @ kernel` (a
-    residual layer: `shifts` gives it `(beta, True)`, and its bias reads
-    `bias + beta`) as a constant of the graph.
+def biases_with(beta, fed=(), residual=()):
+    """Within it, the dense layers `fed` by rows that lack `beta` (a
+    float32 vector, or None) read `bias + beta @ kernel`, and those whose
+    output is added to such rows (`residual`) read `bias + beta`, as
+    constants of the graph.
 
     Examples:
         >>> dense = keras.layers.Dense(2)
@@ -69,27 +69,23 @@ def biases_with(shifts):
         >>> x = np.ones((1, 3), "float32")
         >>> @tf.function
         ... def served(x):
-        ...     with biases_with({dense: beta}):
+        ...     with biases_with(beta, fed=[dense]):
         ...         return dense(x - beta)
         >>> bool(np.allclose(served(x), dense(x), atol=1e-6))
         True
     """
+    if beta is None or not beta.any():
+        yield
+        return
     mapping = []
-    for dense, shift in shifts.items():
-        beta, residual = shift if isinstance(shift, tuple) else \
-            (shift, False)
-        if beta is None or not beta.any():
-            continue
+    for dense in (*fed, *residual):
         bias = vector_value(dense.bias).astype("float64")
-        if residual:
+        if dense in residual:
             bias += beta
         else:
             with tf.init_scope():  # a matrix: never a constant
                 bias += beta.astype("float64") @ dense.kernel.numpy()
         mapping.append((dense.bias, bias.astype("float32")))
-    if not mapping:
-        yield
-        return
     with tf.compat.v1.get_default_graph().name_scope(""):
         constants = [tf.constant(value, name=f"{v.path}_folded")
                      for v, value in mapping]

@@ -281,15 +281,15 @@ class TransformerBlock(ConfigLayer):
         beta goes into the biases of the layers it feeds
         (`bert_tf.layers.folding`): two adds fewer per block."""
         attention = self.attention
-        with biases_with({attention.qkv: missing,
-                          attention.output_dense: (missing, True)}):
+        with biases_with(missing, fed=[attention.qkv],
+                         residual=[attention.output_dense]):
             attended = attention(rows, attention_bias=attention_bias,
                                  rows_shape=rows_shape)
         rows = self.attention_norm(rows + ops.cast(attended, rows.dtype),
                                    without_beta=True)
         missing = beta_of(self.attention_norm)
-        with biases_with({self.intermediate: missing,
-                          self.output_dense: (missing, True)}):
+        with biases_with(missing, fed=[self.intermediate],
+                         residual=[self.output_dense]):
             hidden = self.output_dense(self.intermediate(rows))
         rows = self.output_norm(rows + ops.cast(hidden, rows.dtype),
                                 without_beta=True)
