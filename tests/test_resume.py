@@ -136,11 +136,17 @@ def _wait_for_checkpoint(run_dir, at_least, timeout=240):
     raise AssertionError(f"no checkpoint >= {at_least} in {directory}")
 
 
-def _final(run_dir):
+def _final(run_dir, directory="checkpoints"):
     from bert_tf import checkpoints
-    prefix = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
+    prefix = tf.train.latest_checkpoint(str(run_dir / directory))
     assert prefix.endswith("ckpt-30"), prefix
     return list(checkpoints.read_model_variables(prefix).values())
+
+
+def _assert_equal(a, b):
+    assert len(a) == len(b) > 20
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
 
 
 def _damage_the_newest_checkpoint(run_dir):
@@ -156,7 +162,8 @@ def _damage_the_newest_checkpoint(run_dir):
 @pytest.mark.slow
 def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
                                                       tmp_path):
-    """Two MultiWorkerMirrored workers on loopback: a straight run; one
+    """Two MultiWorkerMirrored workers on loopback: a straight run (two
+    replicas, the same weights on both workers at the end); one
     where a worker is SIGKILLed at a random step (its peer stops with a
     clear error) and both restart; one where a worker gets SIGTERM, both
     save the same step and exit with 143, the newest checkpoint is then
@@ -198,6 +205,13 @@ def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
         codes = _wait(processes)
         logs = [(tmp_path / f"{name}_{t}.log").read_text() for t in range(2)]
         assert codes == [0, 0], logs
+        if name == "straight":
+            # Two replicas, one per worker, that end with identical
+            # weights: the chief's checkpoint and the other's scratch one.
+            assert all("CollectiveAllReduceStrategy, 2 replicas" in log
+                       for log in logs), logs
+            _assert_equal(_final(run_dir),
+                          _final(run_dir, "scratch/worker_1"))
         if name != "straight":
             assert "input fast-forwarded past the" in logs[0], logs[0]
             resumed = str(run_dir / "checkpoints" / "ckpt-")

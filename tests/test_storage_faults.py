@@ -349,35 +349,8 @@ def test_a_failed_best_model_write_keeps_the_previous_best(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]
 
 
-@pytest.mark.slow
-def test_pretraining_resumes_past_a_truncated_newest_checkpoint(
-        sample_pairs, tmp_path):
-    """The issue's first fault, through the command a user runs."""
-
-    from conftest import pretrain_config
-    pairs_dir, _ = sample_pairs
-    first = pretrain_config(tmp_path, pairs_dir, train_steps=40,
-                            checkpoint_every=20)
-    command = [sys.executable, "-m", "bert_tf.cli", "pretrain", "--config",
-               str(first)]
-    run = subprocess.run(command, capture_output=True, text=True, env=ENV,
-                         cwd=ROOT, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    checkpoints = tmp_path / "run" / "checkpoints"
-    _truncate(checkpoints / "ckpt-40.data-00000-of-00001")
-    run = subprocess.run(command + ["--set", "trainer.train_steps=60"],
-                         capture_output=True, text=True, env=ENV, cwd=ROOT,
-                         timeout=300)
-    output = run.stdout + run.stderr
-    assert run.returncode == 0, output[-2000:]
-    assert "Traceback" not in output
-    assert re.search(r"warning: checkpoint .*ckpt-40 does not read \("
-                     r"ckpt-40.data-00000-of-00001, ckpt-40.index: .*\); "
-                     r"trying the next older one", output), output[-2000:]
-    assert re.search(r"restored .*ckpt-20 at step 20", output)
-    assert run_files.newest_readable(checkpoints).endswith("ckpt-60")
-    assert sorted(p.name for p in (checkpoints / "unreadable").iterdir()) \
-        == ["ckpt-40.data-00000-of-00001", "ckpt-40.index"]
+# `bert-tf pretrain` resuming past a truncated newest checkpoint: in
+# test_trainer.py, after a SIGKILL, against an uninterrupted run.
 
 
 @pytest.mark.slow
