@@ -16,7 +16,7 @@ TINY = dict(vocab_size=120, hidden_size=32, num_layers=2, num_heads=2,
             intermediate_size=64, max_position_embeddings=64)
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # The files that take longest (measured), longest first. `make test` hands
-# whole files to 2 processes in collection order (--dist loadfile
+# whole files to 3 processes in collection order (--dist loadfile
 # --no-loadscope-reorder): long files first, so no long file runs alone at
 # the end.
 LONGEST_FILES = (
