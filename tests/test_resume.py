@@ -1,6 +1,7 @@
 """Exact resume under multi-device strategies and stopping on SIGTERM:
 a restarted run continues the data where it stopped (no replay), and its
-final weights and TensorBoard curve equal an uninterrupted run's."""
+final weights and TensorBoard curve equal an uninterrupted run's; and
+2 mirrored replicas train as one device does."""
 
 import json
 import os
@@ -26,19 +27,31 @@ sys.exit(cli.main(["pretrain", "--config", sys.argv[1], "--set",
                    "strategy=multi_worker_mirrored"]))
 """
 
-# Mirrored over 2 logical CPUs, for each argument CONFIG:STEPS,STEPS...: a
-# new trainer on the config's model_dir to each number of steps in turn
-# (straight to 15; or to 5, then a new trainer to 15). One process for
-# both runs: a process and its TensorFlow start cost more than the runs.
+# Mirrored over 2 logical CPUs, in one process (a process and its
+# TensorFlow start cost more than these runs). First, for the config
+# MATCH, without dropout: 20 single steps on one device, then on the 2
+# replicas, their losses printed. Then for each argument CONFIG:STEPS,...:
+# a new trainer on the config's model_dir to each number of steps in turn
+# (straight to 15; or to 5, then a new trainer to 15).
 MIRRORED = """
-import sys
+import os, sys
 import numpy as np
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from bert_tf import pretrain
-for run in sys.argv[1:]:
+match, *runs = sys.argv[1:]
+no_dropout = ["encoder.hidden_dropout=0.0", "encoder.attention_dropout=0.0"]
+for strategy in ("default", "mirrored"):
+    cfg = pretrain.load(match, no_dropout + [
+        f"strategy={strategy}",
+        f"trainer.model_dir={os.path.dirname(match)}/{strategy}"])
+    trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
+    losses = [float(trainer._train_loop(trainer.iterator, tf.constant(1)))
+              for _ in range(20)]
+    print(strategy.upper(), trainer.strategy.num_replicas_in_sync, losses)
+for run in runs:
     config, steps = run.split(":")
     for step in steps.split(","):
         cfg = pretrain.load(config, ["strategy=mirrored",
@@ -77,27 +90,52 @@ def _curve(run_dir):
     return curve
 
 
-@pytest.mark.slow
-def test_mirrored_resume_continues_the_data_and_equals_a_straight_run(
-        sample_pairs, tmp_path):
+@pytest.fixture(scope="module")
+def mirrored(sample_pairs, tmp_path_factory):
+    """The MIRRORED process's output and configs: the one-device and
+    2-replica runs, a straight run and a resumed one."""
     pairs_dir, _ = sample_pairs
-    configs = {name: pretrain_config(tmp_path / name, pairs_dir,
+    root = tmp_path_factory.mktemp("mirrored")
+    configs = {name: pretrain_config(root / name, pairs_dir,
                                      train_steps=15, checkpoint_every=5)
                for name in ("straight", "resumed")}
+    configs["match"] = pretrain_config(root / "match", pairs_dir)
     process = subprocess.run(
-        [sys.executable, "-c", MIRRORED, f"{configs['straight']}:15",
-         f"{configs['resumed']}:5,15"],
+        [sys.executable, "-c", MIRRORED, str(configs["match"]),
+         f"{configs['straight']}:15", f"{configs['resumed']}:5,15"],
         capture_output=True, text=True, timeout=400, env=_env())
     assert process.returncode == 0, process.stdout[-2000:] + \
         process.stderr[-2000:]
-    straight_log, resumed_log = process.stdout.split(
+    return process.stdout, configs, root
+
+
+@pytest.mark.slow
+def test_mirrored_two_replicas_match_one_device(mirrored):
+    """MirroredStrategy over 2 logical CPUs: the first 20 losses equal
+    single-device training at the same global batch (within 1e-4)."""
+    output, _, _ = mirrored
+    lines = dict(line.split(" ", 1) for line in output.splitlines()
+                 if line.startswith(("DEFAULT", "MIRRORED")))
+    replicas_one, single = lines["DEFAULT"].split(" ", 1)
+    replicas_two, two = lines["MIRRORED"].split(" ", 1)
+    assert (replicas_one, replicas_two) == ("1", "2")
+    single, two = np.array(eval(single)), np.array(eval(two))
+    assert len(single) == 20 and single[-1] < single[0]
+    np.testing.assert_allclose(two, single, atol=1e-4, rtol=0)
+
+
+@pytest.mark.slow
+def test_mirrored_resume_continues_the_data_and_equals_a_straight_run(
+        mirrored):
+    output, configs, root = mirrored
+    straight_log, resumed_log = output.split(
         f"run done: {configs['straight']}")
     assert "fast-forwarded" not in straight_log
     assert "input fast-forwarded past the 5 steps" in resumed_log
     _assert_close(_weights(f"{configs['straight']}.npz"),
                   _weights(f"{configs['resumed']}.npz"))
-    straight = _curve(tmp_path / "straight" / "run")
-    resumed = _curve(tmp_path / "resumed" / "run")
+    straight = _curve(root / "straight" / "run")
+    resumed = _curve(root / "resumed" / "run")
     assert sorted(straight) == sorted(resumed) == [5, 10, 15]
     for step in straight:
         assert abs(straight[step] - resumed[step]) <= 1e-5, step
@@ -139,7 +177,7 @@ def _wait_for_checkpoint(run_dir, at_least, timeout=240):
 def _final(run_dir, directory="checkpoints"):
     from bert_tf import checkpoints
     prefix = tf.train.latest_checkpoint(str(run_dir / directory))
-    assert prefix.endswith("ckpt-30"), prefix
+    assert prefix.endswith("ckpt-40"), prefix
     return list(checkpoints.read_model_variables(prefix).values())
 
 
@@ -159,81 +197,96 @@ def _damage_the_newest_checkpoint(run_dir):
     return older, newest
 
 
+def _stop_by_sigterm(processes, run_dir, logs):
+    """SIGTERM to the chief once it checkpointed step 10: both workers
+    save the same step and exit 143. Returns that step."""
+    _wait_for_checkpoint(run_dir, 10)
+    processes[0].send_signal(signal.SIGTERM)
+    codes = _wait(processes)
+    assert codes == [143, 143], logs()
+    assert all("stopped by SIGTERM at step" in log for log in logs())
+    return int(tf.train.latest_checkpoint(
+        str(run_dir / "checkpoints")).rsplit("-", 1)[1])
+
+
+def _kill_a_worker(processes, run_dir, at_least, survivor_log):
+    """SIGKILL to worker 1 once the chief checkpointed `at_least`: the
+    survivor's collectives are aborted, a clear error and exit 2."""
+    _wait_for_checkpoint(run_dir, at_least)
+    processes[1].send_signal(signal.SIGKILL)
+    assert _wait(processes, timeout=120)[0] == 2
+    survivor = survivor_log()
+    assert "another worker stopped responding" in survivor and \
+        "Restart every worker" in survivor, survivor[-2000:]
+    assert "Traceback" not in survivor, survivor[-2000:]
+
+
 @pytest.mark.slow
 def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
                                                       tmp_path):
-    """Two MultiWorkerMirrored workers on loopback: a straight run (two
-    replicas, the same weights on both workers at the end); one
-    where a worker is SIGKILLed at a random step (its peer stops with a
-    clear error) and both restart; one where a worker gets SIGTERM, both
-    save the same step and exit with 143, the newest checkpoint is then
-    truncated (the chief reports it and sets it aside), and both restart
-    from the same older one. All three end with the same weights and
-    curve."""
+    """Two MultiWorkerMirrored workers on loopback. A straight run: two
+    replicas, the same weights on both workers at the end. An interrupted
+    one: the chief gets SIGTERM, both save the same step and exit 143;
+    the newest checkpoint is then truncated, and both restart from the
+    same older one (the chief reports it and sets it aside); then worker
+    1 is SIGKILLed at a random later step (its peer stops with a clear
+    error), and both restart again. Both runs end with the same weights
+    and curve."""
     pairs_dir, _ = sample_pairs
-    settings = dict(train_steps=30, steps_per_loop=5, checkpoint_every=5)
+    settings = dict(train_steps=40, steps_per_loop=5, checkpoint_every=5)
     runs = {}
-    for name in ("straight", "sigkill", "sigterm"):
+    for name in ("straight", "interrupted"):
         config = pretrain_config(tmp_path / name, pairs_dir, **settings)
         run_dir = tmp_path / name / "run"
+
+        def logs():
+            return [(tmp_path / f"{name}_{t}.log").read_text()
+                    for t in range(2)]
         processes = _cluster(config, tmp_path, name)
-        if name == "sigkill":
-            _wait_for_checkpoint(run_dir, np.random.randint(1, 4) * 5)
-            processes[1].send_signal(signal.SIGKILL)
-            # The survivor's collectives are aborted: a clear error, exit 2.
-            assert _wait(processes, timeout=120)[0] == 2
-            survivor = (tmp_path / "sigkill_0.log").read_text()
-            assert "another worker stopped responding" in survivor and \
-                "Restart every worker" in survivor, survivor[-2000:]
-            assert "Traceback" not in survivor, survivor[-2000:]
+        if name == "interrupted":
+            stopped = _stop_by_sigterm(processes, run_dir, logs)
+            older, damaged = _damage_the_newest_checkpoint(run_dir)
+            assert 10 <= stopped == int(damaged.rsplit("-", 1)[1]) < 40
+            processes = _cluster(config, tmp_path, name)
+            _kill_a_worker(processes, run_dir,
+                           stopped + 5 * np.random.randint(1, 3),
+                           lambda: logs()[0])
             # The killed worker's own checkpoints may lag the chief's (it
             # died between the two saves) or be lost with its machine:
             # every worker resumes from the chief's.
             shutil.rmtree(run_dir / "scratch", ignore_errors=True)
             processes = _cluster(config, tmp_path, name)
-        elif name == "sigterm":
-            _wait_for_checkpoint(run_dir, 10)
-            processes[0].send_signal(signal.SIGTERM)
-            codes = _wait(processes)
-            logs = [(tmp_path / f"sigterm_{t}.log").read_text()
-                    for t in range(2)]
-            assert codes == [143, 143], logs
-            assert all("stopped by SIGTERM at step" in log for log in logs)
-            older, stopped = _damage_the_newest_checkpoint(run_dir)
-            assert 10 <= int(stopped.rsplit("-", 1)[1]) < 30
-            processes = _cluster(config, tmp_path, name)
         codes = _wait(processes)
-        logs = [(tmp_path / f"{name}_{t}.log").read_text() for t in range(2)]
-        assert codes == [0, 0], logs
+        assert codes == [0, 0], logs()
         if name == "straight":
             # Two replicas, one per worker, that end with identical
             # weights: the chief's checkpoint and the other's scratch one.
             assert all("CollectiveAllReduceStrategy, 2 replicas" in log
-                       for log in logs), logs
+                       for log in logs()), logs()
             _assert_equal(_final(run_dir),
                           _final(run_dir, "scratch/worker_1"))
-        if name != "straight":
-            assert "input fast-forwarded past the" in logs[0], logs[0]
+        else:
+            chief, other = logs()
+            assert chief.count("input fast-forwarded past the") == 2, chief
             resumed = str(run_dir / "checkpoints" / "ckpt-")
-            assert all(f"restored {resumed}" in log for log in logs), logs
-            assert all("Traceback" not in log for log in logs), logs
-        if name == "sigterm":
-            # The chief set the damaged newest checkpoint aside; both
-            # workers resumed from the same older one.
-            assert f"{os.path.basename(stopped)} does not read" in logs[0]
+            assert all(log.count(f"restored {resumed}") == 2
+                       for log in logs()), logs()
+            assert all("Traceback" not in log for log in logs()), logs()
+            # After the SIGTERM, the chief set the damaged newest
+            # checkpoint aside; both workers resumed from the older one.
+            assert f"{os.path.basename(damaged)} does not read" in chief
             assert (run_dir / "checkpoints" / "unreadable" / (
-                os.path.basename(stopped) +
+                os.path.basename(damaged) +
                 ".data-00000-of-00001")).exists()
             step = older.rsplit("-", 1)[1]
             assert all(f"restored {older} at step {step}" in log
-                       for log in logs), logs
+                       for log in logs()), logs()
         runs[name] = (_final(run_dir), _curve(run_dir))
     straight_weights, straight_curve = runs["straight"]
-    assert sorted(straight_curve) == list(range(5, 31, 5))
-    for name in ("sigkill", "sigterm"):
-        weights, curve = runs[name]
-        _assert_close(straight_weights, weights)
-        # No gap and no replay: the same steps, the same losses.
-        assert sorted(curve) == sorted(straight_curve), (name, curve)
-        for step, loss in straight_curve.items():
-            assert abs(curve[step] - loss) <= 1e-5, (name, step)
+    assert sorted(straight_curve) == list(range(5, 41, 5))
+    weights, curve = runs["interrupted"]
+    _assert_close(straight_weights, weights)
+    # No gap and no replay: the same steps, the same losses.
+    assert sorted(curve) == sorted(straight_curve), curve
+    for step, loss in straight_curve.items():
+        assert abs(curve[step] - loss) <= 1e-5, step

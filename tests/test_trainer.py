@@ -50,7 +50,7 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
     bitwise equal to an uninterrupted run."""
     import re
     pairs_dir, _ = sample_pairs
-    steps = dict(train_steps=150, checkpoint_every=25)
+    steps = dict(train_steps=100, checkpoint_every=25)
     straight = pretrain_config(tmp_path / "a", pairs_dir, **steps)
     process = _pretrain(straight)
     output = process.communicate(timeout=300)[0]
@@ -85,7 +85,7 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
 
     prefix_a, a = _final_variables(tmp_path / "a" / "run")
     prefix_b, b = _final_variables(tmp_path / "b" / "run")
-    assert prefix_a.endswith("ckpt-150") and prefix_b.endswith("ckpt-150")
+    assert prefix_a.endswith("ckpt-100") and prefix_b.endswith("ckpt-100")
     assert a.keys() == b.keys() and len(a) > 20
     for name in a:  # bitwise identical
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
@@ -190,45 +190,6 @@ def test_schedule_and_weight_decay_exclusions():
     assert create_optimizer(OptimizerConfig(
         name="lamb", gradient_accumulation_steps=4)
     ).gradient_accumulation_steps == 4
-
-
-MIRRORED = """
-import sys
-import tensorflow as tf
-tf.config.set_logical_device_configuration(
-    tf.config.list_physical_devices("CPU")[0],
-    [tf.config.LogicalDeviceConfiguration()] * 2)
-from bert_tf import pretrain
-no_dropout = ["encoder.hidden_dropout=0.0", "encoder.attention_dropout=0.0"]
-for strategy in ("default", "mirrored"):
-    cfg = pretrain.load(sys.argv[1], no_dropout + [
-        f"strategy={strategy}", f"trainer.model_dir={sys.argv[2]}/{strategy}"])
-    trainer = pretrain.build_trainer(cfg, log=lambda *a: None)
-    losses = [float(trainer._train_loop(trainer.iterator, tf.constant(1)))
-              for _ in range(20)]
-    print(strategy.upper(), trainer.strategy.num_replicas_in_sync, losses)
-"""
-
-
-@pytest.mark.slow
-def test_mirrored_two_replicas_match_one_device(sample_pairs, tmp_path):
-    """MirroredStrategy over 2 logical CPUs: the first 20 losses equal
-    single-device training at the same global batch (within 1e-4)."""
-    pairs_dir, _ = sample_pairs
-    config_path = pretrain_config(tmp_path, pairs_dir)
-    result = subprocess.run(
-        [sys.executable, "-c", MIRRORED, str(config_path), str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines()
-                 if line.startswith(("DEFAULT", "MIRRORED")))
-    replicas_one, single = lines["DEFAULT"].split(" ", 1)
-    replicas_two, mirrored = lines["MIRRORED"].split(" ", 1)
-    assert (replicas_one, replicas_two) == ("1", "2")
-    single, mirrored = np.array(eval(single)), np.array(eval(mirrored))
-    assert len(single) == 20 and single[-1] < single[0]
-    np.testing.assert_allclose(mirrored, single, atol=1e-4, rtol=0)
 
 
 @pytest.mark.parametrize("overrides", [["mixed_precision=mixed_bfloat16"],
