@@ -72,10 +72,10 @@ def _weights(path):
     return [data[k] for k in data.files]
 
 
-def _assert_close(a, b):
+def _assert_close(a, b, atol=1e-6):
     assert len(a) == len(b) > 20
     for x, y in zip(a, b):
-        np.testing.assert_allclose(x, y, atol=1e-6, rtol=0)
+        np.testing.assert_allclose(x, y, atol=atol, rtol=0)
 
 
 def _curve(run_dir):
@@ -181,12 +181,6 @@ def _final(run_dir, directory="checkpoints"):
     return list(checkpoints.read_model_variables(prefix).values())
 
 
-def _assert_equal(a, b):
-    assert len(a) == len(b) > 20
-    for x, y in zip(a, b):
-        np.testing.assert_array_equal(x, y)
-
-
 def _damage_the_newest_checkpoint(run_dir):
     """Truncates the newest checkpoint's data; returns (the prefix of the
     one before it, the damaged one's)."""
@@ -263,10 +257,10 @@ def test_two_workers_killed_or_stopped_resume_exactly(sample_pairs,
             # weights: the chief's checkpoint and the other's scratch one.
             assert all("CollectiveAllReduceStrategy, 2 replicas" in log
                        for log in logs()), logs()
-            _assert_equal(_final(run_dir),
-                          _final(run_dir, "scratch/worker_1"))
+            _assert_close(_final(run_dir),
+                          _final(run_dir, "scratch/worker_1"), atol=0)
         else:
-            chief, other = logs()
+            chief = logs()[0]
             assert chief.count("input fast-forwarded past the") == 2, chief
             resumed = str(run_dir / "checkpoints" / "ckpt-")
             assert all(log.count(f"restored {resumed}") == 2

@@ -74,14 +74,14 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
     output = process.communicate(timeout=300)[0]
     assert process.returncode == 0, output
     assert "Traceback" not in output
-    name = os.path.basename(newest)
-    assert re.search(rf"warning: checkpoint .*{name} does not read \("
-                     rf"{name}.data-00000-of-00001, {name}.index: .*\); "
+    damaged = os.path.basename(newest)
+    assert re.search(rf"warning: checkpoint .*{damaged} does not read \("
+                     rf"{damaged}.data-00000-of-00001, {damaged}.index: .*\); "
                      r"trying the next older one", output), output[-2000:]
     step = older.rsplit("-", 1)[1]
     assert f"restored {older} at step {step}" in output, output[-2000:]
     assert sorted(os.listdir(directory / "unreadable")) == [
-        f"{name}.data-00000-of-00001", f"{name}.index"]
+        f"{damaged}.data-00000-of-00001", f"{damaged}.index"]
 
     prefix_a, a = _final_variables(tmp_path / "a" / "run")
     prefix_b, b = _final_variables(tmp_path / "b" / "run")
