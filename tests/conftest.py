@@ -6,6 +6,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from pathlib import Path  # noqa: E402
 
+# The Python processes the tests start import TensorFlow as a base install
+# does, without Keras's optional imports of the extras' packages (see
+# base_install_site/sitecustomize.py): 2.2 CPU-seconds less per process.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [
+    str(Path(__file__).resolve().parent / "base_install_site"),
+    os.environ.get("PYTHONPATH")]))
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
