@@ -119,7 +119,7 @@ def test_mirrored_two_replicas_match_one_device(mirrored):
     replicas_one, single = lines["DEFAULT"].split(" ", 1)
     replicas_two, two = lines["MIRRORED"].split(" ", 1)
     assert (replicas_one, replicas_two) == ("1", "2")
-    single, two = np.array(eval(single)), np.array(eval(two))
+    single, two = np.array(json.loads(single)), np.array(json.loads(two))
     assert len(single) == 20 and single[-1] < single[0]
     np.testing.assert_allclose(two, single, atol=1e-4, rtol=0)
 
