@@ -56,15 +56,26 @@ def quantize_kernel(kernel):
     return quantized, scale
 
 
+def _quantize_min_first(x, low, high):
+    """uint8 codes of `x` over [low, high] (QuantizeV2's MIN_FIRST mode):
+    `round(x * s) - round(low * s)` with `s = 255 / (high - low)`.
+
+    `narrow_range`, which MIN_FIRST ignores, keeps TensorFlow's own kernel:
+    oneDNN's rewrite (`_MklQuantizeV2`) skips such nodes. Its kernel took
+    78 us a call on [24, 384] on 2 EPYC cores against 23 us for TF's, and
+    rounded one code in five away from that formula."""
+    return tf.raw_ops.QuantizeV2(input=x, min_range=low, max_range=high,
+                                 T=tf.quint8, mode="MIN_FIRST",
+                                 narrow_range=True)[0]
+
+
 def _quantizable_range(low, high):
     """(low, high, zero) as QuantizeV2's MIN_FIRST mode quantizes: the
     range holds 0 and is at least `_MIN_RANGE` wide; `zero` is the code of
     0.0 (asked of the kernel itself, whose rounding decides it)."""
     low = min(float(low), 0.0)
     high = max(float(high), 0.0, low + _MIN_RANGE)
-    zero = tf.raw_ops.QuantizeV2(input=tf.zeros((1, 1)), min_range=low,
-                                 max_range=high, T=tf.quint8,
-                                 mode="MIN_FIRST")[0]
+    zero = _quantize_min_first(tf.zeros((1, 1)), low, high)
     return low, high, int(tf.bitcast(zero, tf.uint8).numpy()[0, 0])
 
 
@@ -179,13 +190,11 @@ class Int8Dense(keras.layers.Layer):
         # codes); the shift comes back through the bias: x W = (x - lo) W
         # + lo * column_sums(W).
         if self.input_range is not None:
-            # MIN_FIRST codes are round(x / step) - zero: the shifted input's
+            # MIN_FIRST codes are round(x / step) + zero: the shifted input's
             # codes at no extra op; `zero * step` (the kernel's own rounding
             # of -lo) is the shift.
             low, high, zero = self.input_range
-            quantized = tf.raw_ops.QuantizeV2(
-                input=rows, min_range=low, max_range=high, T=tf.quint8,
-                mode="MIN_FIRST")[0]
+            quantized = _quantize_min_first(rows, low, high)
             step = (high - low) / 255.0
             bias = tf.constant(self.bias - zero * step * self.column_sums)
             q_low, q_high = tf.constant(0.0), tf.constant(high - low)

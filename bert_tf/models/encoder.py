@@ -13,7 +13,8 @@ from bert_tf.formats.canonical import assign_weights
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
 from bert_tf.layers.norm import LayerNorm
-from bert_tf.layers.transformer import TransformerBlock, attention_logit_bias
+from bert_tf.layers.transformer import (MultiHeadSelfAttention,
+                                       TransformerBlock, attention_logit_bias)
 from bert_tf.models.chunked import (ROW_CLASS_BOUNDS, row_class,
                                     rows_classed)
 from bert_tf.models.inlined import (vectors_as_constants,
@@ -289,12 +290,14 @@ class BertEncoder(keras.Model):
         """From now on (until `serving_form(False)`), traced graphs take the
         served form of each layer where it differs from training's: the
         layer norms in two ops less (`bert_tf.layers.norm`), their betas
-        added by the biases after them (`bert_tf.layers.folding`). What
+        added by the biases after them (`bert_tf.layers.folding`), the
+        attention's transposes by TensorFlow's kernel
+        (`bert_tf.layers.transformer.transpose_heads`). What
         every export traces; the matrices stay variables, the vectors (biases,
         gammas, betas) are read as constants but for all-zero ones
         (`bert_tf.models.inlined.vectors_as_constants`)."""
         for layer in self._flatten_layers():
-            if isinstance(layer, LayerNorm):
+            if isinstance(layer, (LayerNorm, MultiHeadSelfAttention)):
                 layer.served = bool(enabled)
         self.vectors_served = bool(enabled)
 
