@@ -154,7 +154,7 @@ class MultiHeadSelfAttention(ConfigLayer):
         # [3, batch, heads, seq, head_size]: one transpose for q, k and v.
         query, key, value = ops.unstack(
             self._transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
-        logits = ops.matmul(query, ops.swapaxes(key, -1, -2)) * ops.cast(
+        logits = tf.linalg.matmul(query, key, transpose_b=True) * ops.cast(
             1.0 / math.sqrt(self.head_size), query.dtype)
         # Keras casts a float argument to the layer's compute dtype: the
         # bias comes back to float32 (a no-op in float32).
