@@ -191,9 +191,9 @@ def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
         metadata = tf.compat.v1.RunMetadata()
         served, = session.run([graph.get_tensor_by_name(t.name)
                                for t in signature.outputs.values()], feeds,
-                    options=tf.compat.v1.RunOptions(
-                        output_partition_graphs=True),
-                    run_metadata=metadata)
+                              options=tf.compat.v1.RunOptions(
+                                  output_partition_graphs=True),
+                              run_metadata=metadata)
     fused = ["+".join(f.decode() for f in node.attr["fused_ops"].list.s)
              for graph_def in metadata.partition_graphs
              for node in graph_def.node if "MatMul" in node.op]
