@@ -54,6 +54,7 @@ bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/model_throughput.py
 	$(BENCH_VENV)/bin/python benchmarks/serving.py
 	$(BENCH_VENV)/bin/python benchmarks/serving_profile.py
+	$(BENCH_VENV)/bin/python benchmarks/int8_kernels.py
 
 # Regenerates the committed reference fixtures with PyTorch + transformers.
 parity-fixtures: $(STAMP)
