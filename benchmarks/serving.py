@@ -22,7 +22,12 @@ environment (`make bench`), which has torch, transformers, onnxruntime and
 openvino:
 
     .venv-bench/bin/python benchmarks/serving.py [--calls 300]
-        [--batches 20] [--skip-tasks]
+        [--batches 20] [--skip-tasks] [--intra-op-threads 2]
+
+`--intra-op-threads 1` serves our rows as TF Serving does with
+`--tensorflow_intra_op_parallelism=1`: each op on one thread (a small
+model's ops at batch 1 lose more to handing work to a second thread than
+they gain); the peers keep their 2 threads.
 
 The exports are written first, in a process of their own; a second
 process, started with
@@ -410,9 +415,17 @@ def main():
                         help="interleaved timing rounds (default 5)")
     parser.add_argument("--skip-tasks", action="store_true",
                         help="classification only (no QA / NER rows)")
+    parser.add_argument("--intra-op-threads", type=int, default=THREADS,
+                        help="TensorFlow's threads within one op, for our "
+                        "rows (TF Serving's --tensorflow_intra_op_"
+                        f"parallelism); the peers keep {THREADS} (default "
+                        f"{THREADS})")
     parser.add_argument("--exports", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--write-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # Before TensorFlow's first op: the pool is made once per process.
+    tf.config.threading.set_intra_op_parallelism_threads(
+        args.intra_op_threads)
 
     import torch
     from transformers import BertTokenizerFast
@@ -448,7 +461,8 @@ def main():
     for title, (hf_name, prefix) in BLOCKS.items():
         rows, versions = classification(args, tmp, models[hf_name],
                                         tokenizer, texts, bf16, prefix)
-        _print_header(title, texts, tokenizer, versions)
+        _print_header(title, texts, tokenizer, versions,
+                      args.intra_op_threads)
         print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
               f"{'b32 sent/s':>11} {'nodes':>6}")
         for name, (p50, p99, rate, nodes) in rows.items():
@@ -463,7 +477,7 @@ def main():
         print(f"{name:<38} {p50:10.2f} {p99:10.2f} {nodes or '':>6}")
 
 
-def _print_header(title, texts, tokenizer, versions):
+def _print_header(title, texts, tokenizer, versions, intra_op_threads):
     import torch
     import transformers
 
@@ -480,6 +494,7 @@ def _print_header(title, texts, tokenizer, versions):
           f"torch {torch.__version__}, transformers "
           f"{transformers.__version__}, onnxruntime {versions[0]}, "
           f"openvino {versions[1]}, nncf {versions[2]}; {THREADS} threads, "
+          f"ours {intra_op_threads} within an op; "
           f"one process, TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1; "
           f"{time.strftime('%Y-%m-%d')}")
 
