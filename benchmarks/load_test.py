@@ -22,7 +22,8 @@ memory is sampled every 0.1 s; the run fails if it passes
 
     .venv/bin/python benchmarks/load_test.py \
         [--model demo_out/export/rt_sentiment/1] [--clients 8] \
-        [--requests 10000] [--huge-every 50] [--rss-ceiling-mb 3000]
+        [--requests 10000] [--huge-every 50] [--rss-ceiling-mb 3000] \
+        [--intra-op-threads 0]
 """
 
 import argparse
@@ -195,7 +196,14 @@ def main():
                         "phase (0: no second phase)")
     parser.add_argument("--rss-ceiling-mb", type=float, default=3000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--intra-op-threads", type=int, default=0,
+                        help="TensorFlow's threads within one op (TF "
+                        "Serving's --tensorflow_intra_op_parallelism); 0, "
+                        "the default: one per core")
     args = parser.parse_args()
+    # Before TensorFlow's first op: the pool is made once per process.
+    tf.config.threading.set_intra_op_parallelism_threads(
+        args.intra_op_threads)
 
     from bert_tf.samples.readers import read_rt_snippets
     from bert_tf.serving.export import load_exported
@@ -213,7 +221,8 @@ def main():
     print(f"{args.model} ({info.get('kind')}, at most "
           f"{info.get('max_input_chars', 'unlimited')} characters per "
           f"text): {args.clients} client threads, {os.cpu_count()} CPU "
-          f"cores; RSS {rss_mb():.0f} MB after load and warm-up")
+          f"cores, {args.intra_op_threads or 'default'} intra-op threads; "
+          f"RSS {rss_mb():.0f} MB after load and warm-up")
     phases = [("without huge requests", 0)]
     if args.huge_every:
         phases.append((f"with one in {args.huge_every} huge", args.huge_every))
