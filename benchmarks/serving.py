@@ -57,7 +57,7 @@ from bert_tf.checkpoints.layout import model_roots  # noqa: E402
 from timing import (executed_nodes, interleaved_latencies,  # noqa: E402
                     run_serving_process)
 
-tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+# Threads within an op: set in `main` (`--intra-op-threads`).
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
 
 
