@@ -18,7 +18,6 @@ import gc  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-
 # The independent PyTorch reference outputs (scripts/make_reference_fixtures.py),
 # shared with the demo.
 FIXTURES = Path(__file__).resolve().parents[1] / "examples" / "reference"
@@ -48,11 +47,11 @@ def _survivors_frozen():
     """At the end of each test file, what is still alive (imported
     modules, session fixtures, traced functions kept in caches) moves out
     of the collector's sight (`gc.freeze`): a full collection then scans
-    only the objects of the file running. Without it a test process's
-    full collections scanned everything the files before had left, about
-    5 s each late in the suite, 250 of its 1,400 CPU-seconds. Objects
-    frozen still go when their last reference does; a cycle among them
-    stays until the process ends."""
+    only the objects of the file running, not everything the files before
+    left (about 0.9 s a collection on test_export's process). Eight
+    export-heavy files on 2 processes: collector time 59 -> 26 s, user
+    CPU 368 -> 334 s. Objects frozen still go when their last reference
+    does; a cycle among them stays until the process ends."""
     yield
     gc.collect()
     gc.freeze()
