@@ -32,6 +32,8 @@
 #include "tensorflow/c/c_api.h"
 #include "tensorflow/c/tf_tstring.h"
 
+#include "run_options.h"
+
 #define MAX_TENSORS 16
 
 typedef struct {
@@ -52,18 +54,10 @@ static void check(TF_Status* status, const char* what) {
   }
 }
 
-/* A serialized RunOptions holding only timeout_in_ms (field 2, varint). */
+/* RunOptions holding only timeout_in_ms (run_options.h). */
 static TF_Buffer* run_options_with_timeout(long long timeout_ms) {
-  unsigned char bytes[16];
-  size_t size = 0;
-  unsigned long long value = (unsigned long long)timeout_ms;
-  bytes[size++] = 2 << 3;
-  do {
-    bytes[size] = value & 0x7f;
-    value >>= 7;
-    if (value) bytes[size] |= 0x80;
-    ++size;
-  } while (value);
+  unsigned char bytes[RUN_OPTIONS_MAX_BYTES];
+  size_t size = run_options_timeout_bytes(timeout_ms, bytes);
   return TF_NewBufferFromString(bytes, size);
 }
 

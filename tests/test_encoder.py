@@ -147,6 +147,29 @@ def test_row_class_bounds_are_inclusive_below(rows, expected):
     assert int(row_class(tf.constant(rows))) == expected
 
 
+@pytest.mark.parametrize("batch, length, expected", [
+    (1, 6, 0), (1, 7, 1), (2, 40, 1), (3, 27, 2), (9, 9, 2)])
+def test_traced_encoder_runs_the_copy_of_its_token_rows_class(
+        tiny_config, batch, length, expected):
+    """The copy a traced encoder runs (the index its row-class branch
+    computes) is the class of batch x length token rows: 6 / 7 / 80 / 81
+    rows run copies 0 / 1 / 1 / 2."""
+    encoder = BertEncoder(**tiny_config)
+    encoder.branch_by_rows()
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    wrapped = tf.compat.v1.wrap_function(
+        lambda x: encoder(x, training=False)["sequence_output"],
+        [{k: tf.TensorSpec([None, None], tf.int32, name=k) for k in names}])
+    [case] = [op for op in wrapped.graph.get_operations()
+              if op.type in ("Case", "StatelessCase")]
+    branch = wrapped.prune(
+        feeds=[wrapped.graph.get_tensor_by_name(f"{k}:0") for k in names],
+        fetches=case.inputs[0])
+    ids = tf.fill((batch, length), 5)
+    assert int(branch(ids, tf.ones_like(ids), tf.zeros_like(ids))) == \
+        expected
+
+
 def test_inlined_weights_serve_the_same_numbers_and_read_no_block_variable(
         tiny_config):
     encoder = BertEncoder(**tiny_config)
@@ -171,6 +194,35 @@ def test_inlined_weights_serve_the_same_numbers_and_read_no_block_variable(
         np.testing.assert_allclose(after[name], before[name], atol=1e-5)
     encoder.inline_weights(False)
     assert encoder.inlined_variables() == []
+
+
+@pytest.mark.parametrize("zeros", ["one channel", "every channel"])
+def test_served_form_keeps_betas_with_zeros(tiny_config, zeros):
+    """A beta with a zero channel is still a beta: the served outputs
+    equal eager ones when a norm's beta is zero in one channel, and when
+    it is zero throughout (nothing to fold)."""
+    encoder = BertEncoder(**tiny_config)
+    rng = np.random.default_rng(1)
+    betas = 0
+    for weight in encoder.weights:
+        if len(weight.shape) == 1:
+            value = rng.normal(size=weight.shape).astype("float32")
+            if weight.path.endswith("beta"):
+                betas += 1
+                value[:1 if zeros == "one channel" else None] = 0.0
+            weight.assign(value)
+    assert betas >= 2 * tiny_config["num_layers"]
+    inputs = random_inputs(batch=3, length=9, pad_from=4)
+    before = encoder(inputs)
+    encoder.serving_form()
+    try:
+        after = tf.function(lambda x: encoder(x, training=False))(inputs)
+    finally:
+        encoder.serving_form(False)
+    for a, b in zip(after["encoder_outputs"], before["encoder_outputs"]):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    np.testing.assert_allclose(after["sequence_output"],
+                               before["sequence_output"], atol=1e-5)
 
 
 def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):

@@ -58,6 +58,37 @@ def test_windows_cover_the_whole_context_once(bert_vocab):
     assert out["input_mask"].sum(1).max() == 40
 
 
+@pytest.mark.parametrize("featurizer", ["saved_model", "tflite"])
+def test_type_ids_mark_the_context_and_its_sep(bert_vocab, featurizer):
+    """Every window is [CLS] question [SEP] (type 0), context [SEP] (type
+    1), then padding (type 0), whatever the question's and window's
+    lengths: 0 for [CLS], the question and its [SEP]; 1 for the context
+    and the final [SEP]."""
+    questions = ["who", "where was the film shot", ""]
+    contexts = [" ".join(f"w{i}" for i in range(40)), "in paris", "x"]
+    if featurizer == "saved_model":
+        out = QAPreprocessor(bert_vocab, seq_length=24, doc_stride=6,
+                             max_query_length=4)(tf.constant(questions),
+                                                 tf.constant(contexts))
+    else:
+        from bert_tf.tasks.span_qa.tflite import tflite_features
+        from bert_tf.text.tokenizer import BertTokenizer
+        out = tflite_features(BertTokenizer(bert_vocab), bert_vocab,
+                              tf.constant(questions), tf.constant(contexts),
+                              24, 6, 4)
+    ids, types, mask = (out[k].numpy() for k in (
+        "input_word_ids", "input_type_ids", "input_mask"))
+    assert len(ids) > 3
+    for row_ids, row_types, row_mask in zip(ids, types, mask):
+        seps = np.flatnonzero(row_ids == bert_vocab.sep_id)
+        assert row_ids[0] == bert_vocab.cls_id and len(seps) == 2
+        length = int(row_mask.sum())
+        assert seps[1] == length - 1
+        expected = np.zeros_like(row_types)
+        expected[seps[0] + 1:length] = 1
+        np.testing.assert_array_equal(row_types, expected)
+
+
 def bert_vocab_tokens(vocab, text):
     from bert_tf.text.tokenizer import BertTokenizer
     return BertTokenizer(vocab)(tf.constant([text]))[0].numpy()

@@ -92,6 +92,50 @@ def test_every_word_is_predicted_exactly_once(bert_vocab):
             assert texts[i][start:end] == word
 
 
+@pytest.mark.parametrize("featurizer", ["saved_model", "tflite"])
+def test_a_word_the_tokenizer_drops_is_still_predicted(bert_vocab,
+                                                       featurizer):
+    """A word with no word pieces (a lone zero-width joiner) reads one
+    [UNK] piece and gets a prediction like every other word."""
+    from bert_tf.tasks.tagging.tflite import tagging_windows
+    from bert_tf.text.tokenizer import BertTokenizer
+    texts = ["Paris \u200d Berlin", "\u200d", "a \u200d\u200d b \u200d"]
+    words = [text.split(" ") for text in texts]
+    if featurizer == "saved_model":
+        out = TaggingPreprocessor(bert_vocab, seq_length=8, doc_stride=3)(
+            tf.constant(texts))
+    else:
+        out = tagging_windows(BertTokenizer(bert_vocab), bert_vocab,
+                              tf.constant(texts), 8, 3)
+    out = {k: v.numpy() for k, v in out.items()}
+    seen = {}
+    for w in range(out["input_word_ids"].shape[0]):
+        for position in np.flatnonzero(out["word_is_max"][w]):
+            key = (out["example_index"][w], out["word_index"][w, position])
+            seen[key] = seen.get(key, 0) + 1
+            if "\u200d" in words[key[0]][key[1]]:
+                assert out["input_word_ids"][w, position] == \
+                    bert_vocab.unk_id
+    assert seen == {(i, j): 1 for i, row in enumerate(words)
+                    for j in range(len(row))}
+
+
+@pytest.mark.parametrize("pieces, over", [(4095, 0), (4096, 0), (4097, 1)])
+def test_tflite_reads_texts_of_up_to_max_pieces(bert_vocab, pieces, over):
+    """The TFLite featurizer reads a text of exactly `MAX_PIECES` pieces
+    whole and flags one piece more as over its limit."""
+    from bert_tf.tasks.tagging.tflite import tagging_windows
+    from bert_tf.text.dense import MAX_PIECES
+    from bert_tf.text.tokenizer import BertTokenizer
+    assert MAX_PIECES == 4096
+    out = tagging_windows(BertTokenizer(bert_vocab), bert_vocab,
+                          tf.constant([" ".join(["a"] * pieces)]), 128, 64)
+    assert out["over_limit"].numpy().tolist() == [over]
+    read = int(tf.reduce_sum(out["input_mask"] * tf.cast(
+        out["word_is_max"], tf.int32)))
+    assert read == min(pieces, MAX_PIECES)
+
+
 def _random_tags(rng, count, length):
     return rng.integers(0, len(LABELS), size=(count, length))
 
