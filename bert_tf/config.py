@@ -13,11 +13,25 @@ from pathlib import Path
 from bert_tf import presets
 # save_config and to_dict are re-exported: bert_tf.config is the API.
 from bert_tf.config_io import (  # noqa: F401
-    apply_overrides, check_choice as _check_choice, check_values, from_dict,
+    apply_overrides, check_ceilings, check_choice as _check_choice,
+    check_types, check_values, from_dict,
     join_key as _join, read_yaml, save_config, to_dict)
 
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_exact", "relu")
 ATTENTION_KINDS = ("bidirectional", "causal")
+
+
+# The largest encoder sizes built: far past any BERT-family checkpoint
+# (BERT-Large: 24 x 1024, 4096 inner, 512 positions; multilingual
+# vocabularies reach 250,000), and low enough that a crafted config.json
+# is refused before anything is built.
+ENCODER_CEILINGS = {"vocab_size": 1_000_000, "hidden_size": 16_384,
+                    "num_layers": 256, "num_heads": 1_024,
+                    "intermediate_size": 65_536,
+                    "max_position_embeddings": 131_072,
+                    "type_vocab_size": 1_024, "embedding_size": 16_384}
+# 40 GB of float32 weights: more than a 24 GB machine holds.
+MAX_PARAMETERS = 10_000_000_000
 
 
 @dataclasses.dataclass
@@ -73,6 +87,8 @@ class EncoderConfig:
         return load_preset(name)
 
     def validate(self, where="encoder"):
+        check_types(self, where)
+        check_ceilings(self, where, ENCODER_CEILINGS)
         check_values(self, where, (
             "vocab_size", "hidden_size", "num_layers", "num_heads",
             "intermediate_size", "max_position_embeddings",
@@ -89,6 +105,10 @@ class EncoderConfig:
         _check_choice(f"{where}.hidden_act", self.hidden_act,
                       HIDDEN_ACTIVATIONS)
         _check_choice(f"{where}.attention", self.attention, ATTENTION_KINDS)
+        if self.num_parameters() > MAX_PARAMETERS:
+            raise ValueError(
+                f"{where}: {self.num_parameters():,} parameters, over the "
+                f"ceiling of {MAX_PARAMETERS:,} this library builds.")
         return self
 
     def num_parameters(self, pooler=True):

@@ -46,6 +46,46 @@ def check_values(cfg, where, keys, rule):
                 f"{join_key(where, key)} = {value}: must be {rule}.")
 
 
+def check_types(cfg, where):
+    """Raises a ValueError naming `where.key` for the first scalar field of
+    the dataclass `cfg` whose value is not of its annotated type (a bool
+    is no int; an int is a valid float): a config read from a file is
+    checked before any comparison or build sees a string.
+
+    Examples:
+        >>> from bert_tf.config import EncoderConfig
+        >>> check_types(EncoderConfig(num_layers="12"), "encoder")
+        Traceback (most recent call last):
+        ...
+        ValueError: encoder.num_layers = '12': expected int, got str.
+    """
+    hints = typing.get_type_hints(type(cfg))
+    for field in dataclasses.fields(cfg):
+        expected = hints.get(field.name)
+        value = getattr(cfg, field.name)
+        if expected not in (int, float, str, bool):
+            continue
+        fits = (isinstance(value, expected) and not (
+            expected in (int, float) and isinstance(value, bool))) or (
+            expected is float and isinstance(value, int) and
+            not isinstance(value, bool))
+        if not fits:
+            raise ValueError(
+                f"{join_key(where, field.name)} = {value!r}: expected "
+                f"{expected.__name__}, got {type(value).__name__}.")
+
+
+def check_ceilings(cfg, where, ceilings):
+    """Raises a ValueError naming `where.key` for the first of `ceilings`
+    ({key: most}) that `cfg` exceeds."""
+    for key, most in ceilings.items():
+        if getattr(cfg, key) > most:
+            raise ValueError(
+                f"{join_key(where, key)} = {getattr(cfg, key):,}: over the "
+                f"ceiling of {most:,} this library builds (a config over "
+                "it is a mistake or a crafted file).")
+
+
 def join_key(prefix, key):
     """`prefix.key` (just `key` at the top level)."""
     return f"{prefix}.{key}" if prefix else key

