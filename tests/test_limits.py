@@ -48,7 +48,7 @@ def test_every_kind_states_its_default_limits():
         config=config_lib.EncoderConfig.from_name("bert_base"))
     got = {}
     for case, kind, spec in _specs():
-        fields = export_lib._limits(kind, spec, encoder, None, None,
+        fields = export_lib._limits(kind, spec, encoder, None, None, None,
                                     log=lambda line: None)
         got[case] = fields["max_input_chars"]
         assert fields["max_batch_chars"] == \

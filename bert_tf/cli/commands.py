@@ -162,6 +162,7 @@ def _export(args):
 
     options = ("fixed_length", "precision", "quantize", "calibration",
                "calibration_texts", "max_input_chars", "max_batch_chars",
+               "max_batch_rows",
                "seq_length", *getattr(args, "kind_options", ()))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FutureWarning)

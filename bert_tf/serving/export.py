@@ -159,7 +159,7 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
            fixed_length=False, precision="fp32",
            calibration=precision_lib.CALIBRATION_EXAMPLES,
            calibration_texts=None, max_input_chars=None,
-           max_batch_chars=None, **options):
+           max_batch_chars=None, max_batch_rows=None, **options):
     """Writes the SavedModel of any export kind: the one path every kind
     takes. The kind (`bert_tf.tasks.get_kind`) builds what to save from
     `checkpoint` and its `options`; this writes, audits and reports it.
@@ -170,20 +170,22 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
             checkpoint).
         checkpoint: as in `export_model`; likewise `out`, `log`,
             `overwrite`, `fixed_length`, `precision`, `calibration`,
-            `calibration_texts`, `max_input_chars` and `max_batch_chars`.
+            `calibration_texts`, `max_input_chars`, `max_batch_chars` and
+            `max_batch_rows`.
         options: the kind's own export options (see its `build_export`).
 
     Returns:
         As `export_model`.
     """
     out = _check_out(out, overwrite, log)
-    limits_lib.check_given(max_input_chars, max_batch_chars)
+    limits_lib.check_given(max_input_chars, max_batch_chars,
+                           max_batch_rows)
     precision = precision_lib.resolve(precision, log)
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
         dtype=precision_lib.POLICIES[precision], **options)
     limits = _limits(kind, spec, model, max_input_chars, max_batch_chars,
-                     log)
+                     max_batch_rows, log)
     int8 = quantize_lib.quantize(model, precision, spec, vocab, calibration,
                                   calibration_texts, log)
     rows = quantize_lib.branch_by_rows(model, precision)
@@ -200,7 +202,7 @@ def export_model(checkpoint, out, log=print, overwrite=False,
                  fixed_length=False, precision="fp32",
                  calibration=precision_lib.CALIBRATION_EXAMPLES,
                  calibration_texts=None, max_input_chars=None,
-                 max_batch_chars=None):
+                 max_batch_chars=None, max_batch_rows=None):
     """Writes the SavedModel of a fine-tuned model of any task kind.
 
     Args:
@@ -227,6 +229,8 @@ def export_model(checkpoint, out, log=print, overwrite=False,
             export. None: the default, chosen by time for kinds whose
             work grows with the text (`limits.default_max_input_chars`),
             and four texts at the limit.
+        max_batch_rows: the most texts a request may hold in each input
+            (None: `limits.MAX_BATCH_ROWS`).
 
     Returns:
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
@@ -241,13 +245,13 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     _, spec = tasks.read_spec(checkpoint)
     return export(spec.kind, checkpoint, out, log, overwrite,
                   fixed_length, precision, calibration, calibration_texts,
-                  max_input_chars, max_batch_chars)
+                  max_input_chars, max_batch_chars, max_batch_rows)
 
 
 def export_keras_model(model, out, kind=None, vocab=None, log=print,
                        overwrite=False,
                        fixed_length=False, max_input_chars=None,
-                       max_batch_chars=None, **fields):
+                       max_batch_chars=None, max_batch_rows=None, **fields):
     """Writes the SavedModel of a task model trained in Python (for example
     with `model.fit` in a notebook): the same signatures, warm-up records
     and `models.config` as `bert-tf export` of a fine-tuning run.
@@ -258,8 +262,8 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
         kind: its task kind (`classification`, `span_qa`, ...); None: the
             kind whose model class it is.
         vocab: the `Vocab` it was trained with (required).
-        log, overwrite, fixed_length, max_input_chars, max_batch_chars: as
-            in `export_model`.
+        log, overwrite, fixed_length, max_input_chars, max_batch_chars,
+            max_batch_rows: as in `export_model`.
         **fields: the kind's config fields the serving graph reads, e.g.
             `labels` and `seq_length` for a classifier.
 
@@ -289,14 +293,15 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
                          "(bert_tf.text.vocab.read_vocab(PATH)).")
     kind = kind or tasks.kind_of_model(model)
     out = _check_out(out, overwrite, log)
-    limits_lib.check_given(max_input_chars, max_batch_chars)
+    limits_lib.check_given(max_input_chars, max_batch_chars,
+                           max_batch_rows)
     fields.setdefault("name", "python")
     fields.setdefault("lower_case", not vocab.is_cased)
     spec = tasks.get_config_class(kind)(
         kind=kind, encoder=dataclasses.asdict(model.encoder.config),
         **fields).validate(data=False)
     limits = _limits(kind, spec, model, max_input_chars, max_batch_chars,
-                     log)
+                     max_batch_rows, log)
     task = tasks.get_kind(kind)(spec)
     # The user's model may train on after the export: the served form is
     # for the export's traces only.
@@ -311,11 +316,11 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
 
 
 def _limits(kind, spec, model, max_input_chars, max_batch_chars,
-            log=print):
+            max_batch_rows=None, log=print):
     """The export's limits: those given, else the defaults for its kind
     and encoder (`limits.default_max_input_chars`), checked."""
+    whole_text = tasks.get_kind(kind).reads_whole_text(spec)
     if max_input_chars is None:
-        whole_text = tasks.get_kind(kind).reads_whole_text(spec)
         encoder = getattr(model, "encoder", model)  # export-only kinds
         max_input_chars = limits_lib.default_max_input_chars(
             dataclasses.asdict(encoder.config), whole_text)
@@ -326,7 +331,9 @@ def _limits(kind, spec, model, max_input_chars, max_batch_chars,
                 "2 CPU cores (--max-input-chars sets it)")
     if max_batch_chars is None:
         max_batch_chars = limits_lib.BATCH_TEXTS_AT_LIMIT * max_input_chars
-    return limits_lib.export_fields(max_input_chars, max_batch_chars)
+    return limits_lib.export_fields(
+        max_input_chars, max_batch_chars,
+        max_batch_rows or limits_lib.MAX_BATCH_ROWS, whole_text)
 
 
 def _check_out(out, overwrite, log=print):
@@ -361,8 +368,8 @@ def _write_export(out, spec, vocab, model, log, make_module):
         signatures = module.signatures()
         tf.saved_model.save(module, str(staging / "model"),
                             signatures=limits_lib.limit_module(
-                                module, signatures, spec["max_input_chars"],
-                                spec["max_batch_chars"]))
+                                module, signatures,
+                                **limits_lib.limits_of(spec)))
         saved = staging / "model"
         extra = saved / "assets.extra"
         extra.mkdir(exist_ok=True)
@@ -397,9 +404,12 @@ def _write_export(out, spec, vocab, model, log, make_module):
         f"TensorFlow core op types, {sum(ops['tf_text'].values())} of "
         f"{len(ops['tf_text'])} tf-text op types "
         f"({', '.join(sorted(ops['tf_text']))}); no PyFunc")
-    log(f"requests: at most {spec['max_input_chars']:,} characters per "
-        f"text and {spec['max_batch_chars']:,} per request (larger ones "
-        "get INVALID_ARGUMENT); the encoder runs "
+    limits = limits_lib.limits_of(spec)
+    log(f"requests: at most {limits['max_input_chars']:,} characters per "
+        f"text, {limits['max_batch_chars']:,} per request"
+        f"{' (texts x the longest)' if limits['pads_to_longest'] else ''} "
+        f"and {limits['max_batch_rows']:,} texts (larger ones get "
+        "INVALID_ARGUMENT); the encoder runs "
         f"{TOKENS_PER_STEP:,} tokens at a time")
     log(f"wrote {out / 'assets.extra' / 'tf_serving_warmup_requests'} "
         f"({len(requests)} requests; sequence lengths "

@@ -80,15 +80,18 @@ class HubPreprocessor(_Trackable):
         seq_length: the length of `preprocess(text)` and the default of
             `bert_pack_inputs`.
         lower_case: see `BertTokenizer` (None: from the vocab).
-        max_input_chars, max_batch_chars: the limits of a text and of a
-            call's texts together (`bert_tf.serving.limits`).
+        max_input_chars, max_batch_chars, max_batch_rows: the limits of a
+            text, of a call's texts together and of their number
+            (`bert_tf.serving.limits`).
     """
 
     def __init__(self, vocab, seq_length=128, lower_case=None,
                  max_input_chars=limits_lib.MAX_INPUT_CHARS,
-                 max_batch_chars=limits_lib.MAX_BATCH_CHARS):
+                 max_batch_chars=limits_lib.MAX_BATCH_CHARS,
+                 max_batch_rows=limits_lib.MAX_BATCH_ROWS):
         super().__init__()
-        limits_lib.check_limits(max_input_chars, max_batch_chars)
+        limits_lib.check_limits(max_input_chars, max_batch_chars,
+                                max_batch_rows)
         tokenizer = BertTokenizer(vocab, lower_case)
         self.vocab_file = tf.saved_model.Asset(str(vocab.path))
         special = {"vocab_size": vocab.size, "start_of_sequence_id":
@@ -97,7 +100,8 @@ class HubPreprocessor(_Trackable):
 
         def tokenize(text):
             with tf.control_dependencies(limits_lib.text_checks(
-                    text, "text", max_input_chars, max_batch_chars)):
+                    text, "text", max_input_chars, max_batch_chars,
+                    max_batch_rows)):
                 return word_pieces(tokenizer, tf.identity(text))
 
         def pack(segments, seq_length=seq_length):
@@ -199,7 +203,8 @@ class HubEncoder(_Trackable):
 def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
                lower_case=None, precision="fp32", calibration_texts=None,
                max_input_chars=limits_lib.MAX_INPUT_CHARS,
-               max_batch_chars=limits_lib.MAX_BATCH_CHARS):
+               max_batch_chars=limits_lib.MAX_BATCH_CHARS,
+               max_batch_rows=limits_lib.MAX_BATCH_ROWS):
     """Writes `out/preprocess` and `out/encoder`, the TF Hub-format
     SavedModels of any checkpoint's encoder (module docstring).
 
@@ -214,8 +219,8 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
         precision: the encoder's, as in `export_model` (its outputs stay
             float32).
         calibration_texts: int8: a file of texts to calibrate on.
-        max_input_chars, max_batch_chars: the preprocessing model's
-            limits, as in `export_model`.
+        max_input_chars, max_batch_chars, max_batch_rows: the
+            preprocessing model's limits, as in `export_model`.
 
     Returns:
         {"preprocess": path, "encoder": path, "ops": {name: op audit}}.
@@ -224,7 +229,8 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     if out.exists() and not overwrite:
         raise ValueError(f"{out} already exists; choose a new directory or "
                          "pass --overwrite.")
-    limits = limits_lib.export_fields(max_input_chars, max_batch_chars)
+    limits = limits_lib.export_fields(max_input_chars, max_batch_chars,
+                                      max_batch_rows)
     check_writable(out.parent, "the hub export")
     precision = precision_lib.resolve(precision, log)
     pretrained = checkpoints.load_encoder(
@@ -252,8 +258,9 @@ def _write_hub_modules(staging, pretrained, seq_length, lower_case,
     staging.mkdir(parents=True)
     vocab = pretrained.vocab.saved(staging / "vocab.txt")
     modules = {
-        "preprocess": HubPreprocessor(vocab, seq_length, lower_case,
-                                      **limits),
+        "preprocess": HubPreprocessor(
+            vocab, seq_length, lower_case, **{
+                k: v for k, v in limits.items() if k != "pads_to_longest"}),
         "encoder": HubEncoder(pretrained.encoder, vocab)}
     info = {"kind": "hub", "checkpoint": str(checkpoint),
             "seq_length": seq_length, "precision": precision, **limits, **{
@@ -283,8 +290,9 @@ def _log_hub_export(log, out, checkpoint, pretrained, seq_length, ops,
     log(f"  {out / 'preprocess'}: strings -> input_word_ids, input_mask, "
         f"input_type_ids [batch, {seq_length}]; .tokenize, "
         ".bert_pack_inputs(segments, seq_length=...); at most "
-        f"{limits['max_input_chars']:,} characters per text and "
-        f"{limits['max_batch_chars']:,} per call (larger ones get "
+        f"{limits['max_input_chars']:,} characters per text, "
+        f"{limits['max_batch_chars']:,} per call and "
+        f"{limits['max_batch_rows']:,} texts (larger ones get "
         "INVALID_ARGUMENT)")
     log(f"  {out / 'encoder'}: those inputs -> pooled_output, "
         "sequence_output, default, encoder_outputs (embedding output + "

@@ -19,6 +19,15 @@ MAX_INPUT_CHARS = 1_000_000
 # A request's texts together, by default: four texts at the limit.
 BATCH_TEXTS_AT_LIMIT = 4
 MAX_BATCH_CHARS = BATCH_TEXTS_AT_LIMIT * MAX_INPUT_CHARS
+# Texts (strings of each input: a multiple-choice row's choices count
+# one each) in one request, by default. Empty texts count no characters,
+# yet each is a row of the encoder's work.
+MAX_BATCH_ROWS = 1_024
+# UTF-8 spends at most 4 bytes on a character: a text within its
+# character limit is always within 4 times as many bytes, and bytes that
+# are no characters (stray continuation bytes, which the tokenizer
+# repairs one by one) are bounded by that.
+BYTES_PER_CHAR = 4
 # A kind whose encoder reads all of a text (span QA, tagging, long-document
 # classification) costs time in proportion to it, so its default limit is
 # chosen by time: a request at the limit costs about this many seconds on
@@ -69,35 +78,54 @@ def default_max_input_chars(encoder, reads_whole_text):
                    max(_LEAST_DEFAULT, chars // figures * figures)))
 
 
-def export_fields(max_input_chars, max_batch_chars):
+def export_fields(max_input_chars, max_batch_chars,
+                  max_batch_rows=MAX_BATCH_ROWS, pads_to_longest=False):
     """The limits as an export records them in `bert_tf.json`, checked
-    (`check_limits`) before anything is built."""
-    check_limits(max_input_chars, max_batch_chars)
+    (`check_limits`) before anything is built. `pads_to_longest`: the
+    kind pads every text of a request to its longest (span QA, tagging,
+    long documents), so rows x longest text counts against
+    `max_batch_chars` too."""
+    check_limits(max_input_chars, max_batch_chars, max_batch_rows)
     return {"max_input_chars": max_input_chars,
-            "max_batch_chars": max_batch_chars}
+            "max_batch_chars": max_batch_chars,
+            "max_batch_rows": max_batch_rows,
+            "pads_to_longest": bool(pads_to_longest)}
 
 
-def check_given(max_input_chars, max_batch_chars):
+def limits_of(spec):
+    """The keyword limits of `text_checks` from an export's spec (an
+    export written before rows were limited gets today's default)."""
+    return {"max_input_chars": spec["max_input_chars"],
+            "max_batch_chars": spec["max_batch_chars"],
+            "max_batch_rows": spec.get("max_batch_rows", MAX_BATCH_ROWS),
+            "pads_to_longest": spec.get("pads_to_longest", False)}
+
+
+def check_given(max_input_chars, max_batch_chars, max_batch_rows=None):
     """`check_limits` of the limits given (None: the default), before
     anything is built; a batch limit is checked against a given text limit
     only."""
     for flag, value in (("--max-input-chars", max_input_chars),
-                        ("--max-batch-chars", max_batch_chars)):
+                        ("--max-batch-chars", max_batch_chars),
+                        ("--max-batch-rows", max_batch_rows)):
         if value is not None and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"{flag} {value!r}: must be a whole number of "
-                             "characters >= 1.")
+            raise ValueError(f"{flag} {value!r}: must be a whole number "
+                             ">= 1.")
     if None not in (max_input_chars, max_batch_chars):
         check_limits(max_input_chars, max_batch_chars)
 
 
-def check_limits(max_input_chars, max_batch_chars):
+def check_limits(max_input_chars, max_batch_chars,
+                 max_batch_rows=MAX_BATCH_ROWS):
     """Raises a ValueError naming the flag of a limit that is not a
     positive number, or a batch limit below the per-text one."""
     for flag, value in (("--max-input-chars", max_input_chars),
-                        ("--max-batch-chars", max_batch_chars)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{flag} {value!r}: must be a whole number of "
-                             "characters >= 1.")
+                        ("--max-batch-chars", max_batch_chars),
+                        ("--max-batch-rows", max_batch_rows)):
+        if not isinstance(value, int) or isinstance(value, bool) or \
+                value < 1:
+            raise ValueError(f"{flag} {value!r}: must be a whole number "
+                             ">= 1.")
     if max_batch_chars < max_input_chars:
         raise ValueError(f"--max-batch-chars {max_batch_chars:,} is below "
                          f"--max-input-chars {max_input_chars:,}: one text "
@@ -120,40 +148,70 @@ def add_limit_arguments(parser):
         "--max-batch-chars", type=int, default=None, metavar="N",
         help="savedmodel and hub: the most characters all the texts of one "
         "request may hold together (default: four texts at "
-        "--max-input-chars).")
+        "--max-input-chars); for kinds that pad every text to the longest "
+        "(QA, NER, long documents), also texts x the longest one.")
+    parser.add_argument(
+        "--max-batch-rows", type=int, default=None, metavar="N",
+        help="savedmodel and hub: the most texts one request may hold, "
+        "empty ones included, in each input (a multiple-choice request's "
+        f"choices count one each; default {MAX_BATCH_ROWS:,}).")
 
 
-def text_checks(value, name, max_input_chars, max_batch_chars):
-    """Assert ops that fail when a text of the string tensor `value` (any
-    shape) holds more than `max_input_chars` characters, or all of them
-    together more than `max_batch_chars`."""
+def text_checks(value, name, max_input_chars, max_batch_chars,
+                max_batch_rows=MAX_BATCH_ROWS, pads_to_longest=False):
+    """Assert ops that fail, cheapest first, when the string tensor `value`
+    (any shape) holds more than `max_batch_rows` texts, a text of more
+    than `BYTES_PER_CHAR` x `max_input_chars` bytes or `max_input_chars`
+    characters, or more than `max_batch_chars` characters in all (with
+    `pads_to_longest`, also as texts x the longest text)."""
     import tensorflow as tf
 
-    chars = tf.reshape(tf.strings.length(value, unit="UTF8_CHAR"), [-1])
+    flat = tf.reshape(value, [-1])
+    rows = tf.size(flat)
+    max_bytes = BYTES_PER_CHAR * max_input_chars
+    # Bytes first: the character count reads every byte of every text.
+    longest_bytes = tf.reduce_max(tf.strings.length(flat))
+    chars = tf.strings.length(flat, unit="UTF8_CHAR")
     # Of no text, the int32 minimum: within the limit.
     longest = tf.reduce_max(chars)
     total = tf.reduce_sum(chars)
-    per_text = tf.strings.format(
-        f"`{name}` holds a text of {{}} characters, over the limit of "
-        f"{max_input_chars} per text set by `bert-tf export "
-        "--max-input-chars`", [longest])
-    per_request = tf.strings.format(
-        f"`{name}` holds {{}} characters in one request, over the limit of "
-        f"{max_batch_chars} set by `bert-tf export --max-batch-chars` (send "
-        "fewer texts per request)", [total])
-    # A text over its own limit is reported as that, not as the batch: the
-    # request's check runs only after the text's passed.
-    per_text_check = tf.debugging.Assert(longest <= max_input_chars,
-                                         [per_text])
-    with tf.control_dependencies([per_text_check]):
-        return [tf.debugging.Assert(total <= max_batch_chars,
-                                    [per_request])]
+    rules = [
+        (rows <= max_batch_rows, "`{name}` holds {{}} texts in one request, "
+         f"over the limit of {max_batch_rows} set by `bert-tf export "
+         "--max-batch-rows` (send fewer texts per request)", rows),
+        (longest_bytes <= max_bytes, "`{name}` holds a text of {{}} bytes, "
+         f"over the limit of {max_bytes} ({BYTES_PER_CHAR} bytes per "
+         f"character of `bert-tf export --max-input-chars` "
+         f"{max_input_chars})", longest_bytes),
+        (longest <= max_input_chars, "`{name}` holds a text of {{}} "
+         f"characters, over the limit of {max_input_chars} per text set by "
+         "`bert-tf export --max-input-chars`", longest),
+        (total <= max_batch_chars, "`{name}` holds {{}} characters in one "
+         f"request, over the limit of {max_batch_chars} set by `bert-tf "
+         "export --max-batch-chars` (send fewer texts per request)", total)]
+    if pads_to_longest:
+        # int64: rows x chars overflows int32 on a hostile request.
+        padded = tf.cast(rows, tf.int64) * tf.cast(tf.maximum(longest, 0),
+                                                   tf.int64)
+        rules.append((padded <= max_batch_chars, "`{name}` pads {{}} "
+                      "characters in one request (its texts x the longest "
+                      f"one), over the limit of {max_batch_chars} set by "
+                      "`bert-tf export --max-batch-chars` (send a long text "
+                      "in a request of its own)", padded))
+    # Each check runs only after the one before passed: a request is
+    # refused for the first rule it breaks.
+    checks = []
+    for holds, message, figure in rules:
+        with tf.control_dependencies(checks):
+            checks = [tf.debugging.Assert(holds, [tf.strings.format(
+                message.format(name=name), [figure])])]
+    return checks
 
 
-def limited(function, max_input_chars, max_batch_chars):
+def limited(function, max_input_chars, max_batch_chars, **more):
     """The tf.function `function` (with an input signature) behind the
-    checks of `text_checks` on each of its string inputs: nothing of it
-    runs for a request over a limit."""
+    checks of `text_checks` on each of its string inputs (`more`: its
+    other limits): nothing of it runs for a request over a limit."""
     import tensorflow as tf
 
     specs = function.input_signature
@@ -168,7 +226,7 @@ def limited(function, max_input_chars, max_batch_chars):
         checks = [check for spec, value in zip(specs, args)
                   if spec.dtype == tf.string
                   for check in text_checks(value, spec.name, max_input_chars,
-                                           max_batch_chars)]
+                                           max_batch_chars, **more)]
         with tf.control_dependencies(checks):
             args = [tf.identity(value) for value in args]
         return function(*args)
@@ -181,7 +239,8 @@ def limited(function, max_input_chars, max_batch_chars):
     return tf.function(checked, input_signature=specs, autograph=False)
 
 
-def limit_module(module, signatures, max_input_chars, max_batch_chars):
+def limit_module(module, signatures, max_input_chars, max_batch_chars,
+                 **more):
     """Puts each of `module`'s own functions that takes text behind the
     limits (`limited`), as its signatures are: a SavedModel loaded in
     Python exposes them (`loaded.serve(text=...)`) beside the signatures.
@@ -195,10 +254,10 @@ def limit_module(module, signatures, max_input_chars, max_batch_chars):
         if isinstance(value, tf.types.experimental.PolymorphicFunction) \
                 and specs and any(s.dtype == tf.string for s in specs):
             checked[id(value)] = limited(value, max_input_chars,
-                                         max_batch_chars)
+                                         max_batch_chars, **more)
             setattr(module, name, checked[id(value)])
     return {name: checked.get(id(function)) or limited(
-        function, max_input_chars, max_batch_chars)
+        function, max_input_chars, max_batch_chars, **more)
             for name, function in signatures.items()}
 
 

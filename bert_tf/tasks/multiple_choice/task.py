@@ -43,8 +43,14 @@ def choice_features(preprocessor, context, choices, fixed_length=True):
     of `choices` [batch, C] (cut to the length of the longest pair
     unless `fixed_length`)."""
     count = tf.shape(choices)[1]
-    packed = preprocessor((tf.repeat(context, count),
-                           tf.reshape(choices, [-1])))
+    # The context tokenized once and cut to what one pair can hold, then
+    # its pieces repeated per choice: a long context costs once, not once
+    # per choice (the packer keeps at most seq_length pieces of a side).
+    pieces = preprocessor.tokenizer(context)[:, :preprocessor.seq_length]
+    rows = tf.repeat(tf.range(tf.shape(context)[0]), count)
+    packed = preprocessor.packer([
+        tf.gather(pieces, rows),
+        preprocessor.tokenizer(tf.reshape(choices, [-1]))])
     if not fixed_length:
         packed = cut_to_longest(packed)
     length = tf.shape(packed["input_word_ids"])[1]
