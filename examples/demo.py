@@ -241,7 +241,7 @@ def serve(output_dir, results):
     name, best = max(results, key=lambda r: r[1].best.get("value", 0))
     _section(f"Export: {name} as a SavedModel that takes raw text")
     out = output_dir / "export" / "rt_sentiment" / "1"
-    export_model(best.best_dir, out, overwrite=True)
+    export_model(best.best_dir, out, overwrite=True, server_config=True)
     loaded = load_exported(out)
     with native_logs_quiet():  # a first call's C++ cost-estimate lines
         answers = predict_texts(loaded, EXAMPLES)
@@ -271,7 +271,7 @@ def _minilm_task(output_dir, run, export_name):
         f"init=hf:{samples.fetch('minilm')}", *DEMO_SCHEDULES[run]])
     result = finetune.run(cfg)
     out = output_dir / "export" / export_name / "1"
-    export_model(result.best_dir, out, overwrite=True)
+    export_model(result.best_dir, out, overwrite=True, server_config=True)
     signature = load_exported(out).signatures["serving_default"]
 
     def served(**inputs):

@@ -35,7 +35,7 @@ def exported(toy_run, tmp_path_factory):
     out = tmp_path_factory.mktemp("export") / "toy" / "1"
     lines = []
     report = export_lib.export_model(directory / "run", out,
-                                          log=lines.append)
+                                     log=lines.append, server_config=True)
     return out, report, lines, directory / "run"
 
 
@@ -430,7 +430,8 @@ def test_pair_and_regression_exports(tmp_path):
         best = save_pair_classifier(tmp_path / name / "best", labels,
                                     ENCODER, VOCAB)
         out = tmp_path / "export" / name / "3"
-        export_lib.export_model(best, out, log=lambda *a: None)
+        export_lib.export_model(best, out, log=lambda *a: None,
+                                server_config=True)
         loaded = export_lib.load_exported(out)
         result = export_lib.predict_texts(
             loaded, ["the film was good", "bad"], ["the film", "dull film"])
@@ -483,3 +484,56 @@ def test_rest_and_grpc_client_requests(exported):
     direct = assert_same_answers(answers(out, {"text": TEXTS}))
     assert [label.decode() for label in direct["label"]] == \
         reference(run_dir, TEXTS)["label"]
+
+
+@pytest.mark.slow
+def test_an_export_writes_outside_out_only_where_asked(tmp_path,
+                                                       monkeypatch):
+    """`--out ~/m/1`: nothing in HOME but m/1 (and m); `--server-config`
+    writes models.config and batching parameters in m, later exports keep
+    that one up to date, a models.config not written by an export is
+    left alone, and a folder's name cannot add entries."""
+    from bert_tf.models.encoder import BertEncoder
+    from bert_tf.tasks.classification.model import BertClassifier
+    from toy_task import VOCAB
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+    def export(out, **kwargs):
+        model = BertClassifier(BertEncoder(
+            vocab_size=len(VOCAB.tokens), hidden_size=16, num_layers=1,
+            num_heads=2, intermediate_size=32), 2)
+        lines = []
+        export_lib.export_keras_model(
+            model, Path(os.path.expanduser(out)), vocab=VOCAB,
+            log=lines.append, labels=["no", "yes"], seq_length=16,
+            **kwargs)
+        return lines
+
+    lines = export("~/m/1")
+    assert sorted(p.name for p in home.iterdir()) == ["m"]
+    assert sorted(p.name for p in (home / "m").iterdir()) == ["1"]
+    assert f"wrote nothing outside {home / 'm' / '1'}" in lines[-1]
+    models = home / "models"
+    with pytest.raises(ValueError, match="--server-config .*: models.config "
+                                         "lists the models under its own"):
+        export(models / "a" / "1", server_config=str(home))
+    export(models / "a" / "1", server_config=str(models))
+    assert sorted(p.name for p in models.iterdir()) == [
+        "a", "batching_parameters.txt", "models.config"]
+    # The root holds our models.config: a later export keeps it up to
+    # date unasked; a quote in a folder's name is escaped.
+    export(models / 'b"}' / "1")
+    config = (models / "models.config").read_text()
+    assert config.count("config {") == 2
+    assert r'name: "b\"}"' in config, config
+    assert sorted(p.name for p in home.iterdir()) == ["m", "models"]
+    foreign = tmp_path / "srv"
+    (foreign).mkdir()
+    (foreign / "models.config").write_text("model_config_list {}\n")
+    export(foreign / "s" / "1")
+    assert (foreign / "models.config").read_text() == \
+        "model_config_list {}\n"
+    assert not (foreign / "batching_parameters.txt").exists()

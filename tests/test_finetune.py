@@ -208,3 +208,18 @@ def test_a_run_is_finished_only_for_the_config_it_finished_with(tmp_path):
     assert len(lines) == 1 and "is a finished run" in lines[0]
     longer = toy_config(tmp_path, mixed_precision="auto", epochs=12)
     assert finetune.already_finished(longer, log=lines.append) is None
+
+
+def test_fresh_refuses_a_directory_that_is_no_run(tmp_path):
+    """`--fresh` with `trainer.model_dir` at a home or data folder: one
+    line, nothing moved."""
+    home = tmp_path / "home"
+    (home / "photos").mkdir(parents=True)
+    (home / "notes.txt").write_text("keep")
+    cfg = toy_config(tmp_path)
+    cfg.trainer.model_dir = str(home)
+    with pytest.raises(ValueError, match=r"--fresh: .*home is not a run "
+                                         r"directory .* refusing to move"):
+        finetune.already_finished(cfg, fresh=True, log=lambda line: None)
+    assert (home / "notes.txt").read_text() == "keep"
+    assert not list(tmp_path.glob("home.previous-*"))

@@ -4,14 +4,12 @@ deadline that `export/serving_check.c` sends as TF Serving would."""
 
 import shutil
 import subprocess
-import types
 from pathlib import Path
 
 import pytest
 from tensorflow.core.protobuf import config_pb2
 
 from bert_tf import config as config_lib
-from bert_tf.serving import export as export_lib
 from bert_tf.serving import limits
 from bert_tf.tasks import base
 
@@ -44,12 +42,11 @@ def _specs():
 
 
 def test_every_kind_states_its_default_limits():
-    encoder = types.SimpleNamespace(
-        config=config_lib.EncoderConfig.from_name("bert_base"))
+    encoder = config_lib.EncoderConfig.from_name("bert_base")
     got = {}
     for case, kind, spec in _specs():
-        fields = export_lib._limits(kind, spec, encoder, None, None, None,
-                                    log=lambda line: None)
+        fields = limits.resolve(base.get_kind(kind), spec, encoder,
+                                log=lambda line: None)
         got[case] = fields["max_input_chars"]
         assert fields["max_batch_chars"] == \
             limits.BATCH_TEXTS_AT_LIMIT * fields["max_input_chars"]

@@ -330,28 +330,32 @@ def test_limits_must_hold_a_text():
 
 
 def test_the_default_limit_is_chosen_by_time_for_kinds_that_read_it_all():
-    from types import SimpleNamespace
-
     from bert_tf.config import EncoderConfig
-    from bert_tf.serving.export import _limits
+    from bert_tf.serving.limits import resolve
+    from bert_tf.tasks import get_kind
     from bert_tf.tasks.classification.config import ClassificationConfig
 
-    minilm = SimpleNamespace(encoder=SimpleNamespace(config=EncoderConfig(
-        num_layers=6, hidden_size=384, num_heads=12,
-        intermediate_size=1536)))
-    base = SimpleNamespace(encoder=SimpleNamespace(config=EncoderConfig()))
+    minilm = EncoderConfig(num_layers=6, hidden_size=384, num_heads=12,
+                           intermediate_size=1536)
+    base = EncoderConfig()
     lines = []
-    assert _limits("span_qa", None, minilm, None, None, lines.append) == {
-        "max_input_chars": 90_000, "max_batch_chars": 360_000}
+    qa, tagging, classification = (get_kind(k) for k in (
+        "span_qa", "tagging", "classification"))
+    assert resolve(qa, None, minilm, log=lines.append) == {
+        "max_input_chars": 90_000, "max_batch_chars": 360_000,
+        "max_batch_rows": 1_024, "pads_to_longest": True}
     assert "90,000 characters per text" in lines[0] and "5 s" in lines[0]
-    assert _limits("tagging", None, base, None, None, lines.append)[
+    assert resolve(tagging, None, base, log=lines.append)[
         "max_input_chars"] == 11_000
     short, long = ClassificationConfig(), ClassificationConfig(
         long_document=True)
-    assert _limits("classification", short, base, None, None,
-                   lines.append)["max_input_chars"] == 1_000_000
-    assert _limits("classification", long, base, None, None,
-                   lines.append)["max_input_chars"] == 11_000
-    assert _limits("span_qa", None, base, 50_000, None, lines.append) == {
-        "max_input_chars": 50_000, "max_batch_chars": 200_000}
+    assert resolve(classification, short, base, log=lines.append) == {
+        "max_input_chars": 1_000_000, "max_batch_chars": 4_000_000,
+        "max_batch_rows": 1_024, "pads_to_longest": False}
+    assert resolve(classification, long, base, log=lines.append)[
+        "max_input_chars"] == 11_000
+    assert resolve(qa, None, base, 50_000, max_batch_rows=32,
+                   log=lines.append) == {
+        "max_input_chars": 50_000, "max_batch_chars": 200_000,
+        "max_batch_rows": 32, "pads_to_longest": True}
     assert len(lines) == 3

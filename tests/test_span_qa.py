@@ -416,7 +416,7 @@ def qa_export(qa_run, tmp_path_factory):
     out = tmp_path_factory.mktemp("qa_export") / "toy_qa" / "1"
     lines = []
     report = export_lib.export_model(directory / "run", out,
-                                     log=lines.append)
+                                     log=lines.append, server_config=True)
     return out, report, lines
 
 

@@ -125,6 +125,7 @@ def _data_service(args):
                                                args.host)
         print(f"tf.data service worker at {address} registered with "
               f"{args.dispatcher}", flush=True)
+    print(service.EXPOSURE_WARNING, file=sys.stderr, flush=True)
     service.serve_until_stopped(server)
     print("stopped", flush=True)
 
@@ -162,7 +163,7 @@ def _export(args):
 
     options = ("fixed_length", "precision", "quantize", "calibration",
                "calibration_texts", "max_input_chars", "max_batch_chars",
-               "max_batch_rows",
+               "max_batch_rows", "server_config",
                "seq_length", *getattr(args, "kind_options", ()))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FutureWarning)

@@ -282,6 +282,13 @@ def _add_export_commands(sub, parser):
                         "new directory; tflite: a .tflite file")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing export")
+    p.add_argument("--server-config", nargs="?", const=True, metavar="DIR",
+                   help="savedmodel: also write TF Serving's models.config "
+                        "and batching_parameters.txt in the models root DIR"
+                        " (two folders above --out, the default). Without "
+                        "it they are kept up to date only where DIR "
+                        "already holds a models.config an export wrote; an "
+                        "export writes nothing else outside --out")
     p.add_argument("--fixed-length", action="store_const", const=True,
                    help="savedmodel: run every request at the full sequence "
                         "length (for XLA or TPU serving; default: each "

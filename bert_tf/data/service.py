@@ -18,6 +18,16 @@ import socket
 
 import tensorflow as tf
 
+# Said when a server starts, and in docs/guides/security.md: TF 2.20's
+# servers take a port but no address (DispatcherConfig and WorkerConfig
+# have no bind field), so they listen on every interface.
+EXPOSURE_WARNING = (
+    "warning: the tf.data service listens on every network interface and "
+    "has no authentication (TF takes no bind address): whoever reaches "
+    "its port can register a dataset graph that the workers run. Run it "
+    "only on a trusted network, fenced by a firewall that lets in the "
+    "trainers and workers alone (docs/guides/security.md).")
+
 SCHEME = "grpc://"
 
 

@@ -25,7 +25,8 @@ from bert_tf.serving import quantize as quantize_lib
 from bert_tf.safe_io import (check_writable, guarded_write,
                              recover_directory, replace_directory)
 from bert_tf.serving import warmup
-from bert_tf.serving.server_config import (update_models_config,
+from bert_tf.serving.server_config import (models_root,
+                                           update_models_config,
                                            write_batching_parameters)
 from bert_tf.serving.integrity import (broken_export_error,
                                        check_export_files)
@@ -159,7 +160,8 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
            fixed_length=False, precision="fp32",
            calibration=precision_lib.CALIBRATION_EXAMPLES,
            calibration_texts=None, max_input_chars=None,
-           max_batch_chars=None, max_batch_rows=None, **options):
+           max_batch_chars=None, max_batch_rows=None, server_config=None,
+           **options):
     """Writes the SavedModel of any export kind: the one path every kind
     takes. The kind (`bert_tf.tasks.get_kind`) builds what to save from
     `checkpoint` and its `options`; this writes, audits and reports it.
@@ -170,8 +172,8 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
             checkpoint).
         checkpoint: as in `export_model`; likewise `out`, `log`,
             `overwrite`, `fixed_length`, `precision`, `calibration`,
-            `calibration_texts`, `max_input_chars`, `max_batch_chars` and
-            `max_batch_rows`.
+            `calibration_texts`, `max_input_chars`, `max_batch_chars`,
+            `max_batch_rows` and `server_config`.
         options: the kind's own export options (see its `build_export`).
 
     Returns:
@@ -184,8 +186,9 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
         checkpoint, fixed_length=fixed_length,
         dtype=precision_lib.POLICIES[precision], **options)
-    limits = _limits(kind, spec, model, max_input_chars, max_batch_chars,
-                     max_batch_rows, log)
+    limits = limits_lib.resolve(
+        tasks.get_kind(kind), spec, getattr(model, "encoder", model).config,
+        max_input_chars, max_batch_chars, max_batch_rows, log)
     int8 = quantize_lib.quantize(model, precision, spec, vocab, calibration,
                                   calibration_texts, log)
     rows = quantize_lib.branch_by_rows(model, precision)
@@ -195,14 +198,16 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     spec = {**spec, "precision": precision,
             **({"int8": int8} if int8 else {}),
             **({"row_classes": list(rows)} if rows else {}), **limits}
-    return _write_export(out, spec, vocab, model, log, make_module)
+    return _write_export(out, spec, vocab, model, log, make_module,
+                         server_config)
 
 
 def export_model(checkpoint, out, log=print, overwrite=False,
                  fixed_length=False, precision="fp32",
                  calibration=precision_lib.CALIBRATION_EXAMPLES,
                  calibration_texts=None, max_input_chars=None,
-                 max_batch_chars=None, max_batch_rows=None):
+                 max_batch_chars=None, max_batch_rows=None,
+                 server_config=None):
     """Writes the SavedModel of a fine-tuned model of any task kind.
 
     Args:
@@ -231,6 +236,12 @@ def export_model(checkpoint, out, log=print, overwrite=False,
             and four texts at the limit.
         max_batch_rows: the most texts a request may hold in each input
             (None: `limits.MAX_BATCH_ROWS`).
+        server_config: also keep TF Serving's `models.config` and
+            `batching_parameters.txt` up to date in the models root (two
+            folders above `out`): True or that folder's path. None: only
+            where the root already holds a `models.config` an export
+            wrote; otherwise nothing is written outside `out`
+            (`server_config.models_root`).
 
     Returns:
         {"path", "signatures", "ops", "bytes", "kind"}: the report's figures.
@@ -245,13 +256,15 @@ def export_model(checkpoint, out, log=print, overwrite=False,
     _, spec = tasks.read_spec(checkpoint)
     return export(spec.kind, checkpoint, out, log, overwrite,
                   fixed_length, precision, calibration, calibration_texts,
-                  max_input_chars, max_batch_chars, max_batch_rows)
+                  max_input_chars, max_batch_chars, max_batch_rows,
+                  server_config)
 
 
 def export_keras_model(model, out, kind=None, vocab=None, log=print,
                        overwrite=False,
                        fixed_length=False, max_input_chars=None,
-                       max_batch_chars=None, max_batch_rows=None, **fields):
+                       max_batch_chars=None, max_batch_rows=None,
+                       server_config=None, **fields):
     """Writes the SavedModel of a task model trained in Python (for example
     with `model.fit` in a notebook): the same signatures, warm-up records
     and `models.config` as `bert-tf export` of a fine-tuning run.
@@ -263,7 +276,7 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
             kind whose model class it is.
         vocab: the `Vocab` it was trained with (required).
         log, overwrite, fixed_length, max_input_chars, max_batch_chars,
-            max_batch_rows: as in `export_model`.
+            max_batch_rows, server_config: as in `export_model`.
         **fields: the kind's config fields the serving graph reads, e.g.
             `labels` and `seq_length` for a classifier.
 
@@ -300,8 +313,9 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
     spec = tasks.get_config_class(kind)(
         kind=kind, encoder=dataclasses.asdict(model.encoder.config),
         **fields).validate(data=False)
-    limits = _limits(kind, spec, model, max_input_chars, max_batch_chars,
-                     max_batch_rows, log)
+    limits = limits_lib.resolve(
+        tasks.get_kind(kind), spec, getattr(model, "encoder", model).config,
+        max_input_chars, max_batch_chars, max_batch_rows, log)
     task = tasks.get_kind(kind)(spec)
     # The user's model may train on after the export: the served form is
     # for the export's traces only.
@@ -310,30 +324,10 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
         return _write_export(
             out, {**config_lib.to_dict(spec), "precision": "fp32", **limits},
             vocab, model, log,
-            lambda saved: task.serving_module(model, saved, fixed_length))
+            lambda saved: task.serving_module(model, saved, fixed_length),
+            server_config)
     finally:
         quantize_lib.serving_form(model, False)
-
-
-def _limits(kind, spec, model, max_input_chars, max_batch_chars,
-            max_batch_rows=None, log=print):
-    """The export's limits: those given, else the defaults for its kind
-    and encoder (`limits.default_max_input_chars`), checked."""
-    whole_text = tasks.get_kind(kind).reads_whole_text(spec)
-    if max_input_chars is None:
-        encoder = getattr(model, "encoder", model)  # export-only kinds
-        max_input_chars = limits_lib.default_max_input_chars(
-            dataclasses.asdict(encoder.config), whole_text)
-        if whole_text:
-            log(f"limit: {max_input_chars:,} characters per text, the "
-                f"default for a {kind} model of this size: a request at the "
-                f"limit costs about {limits_lib.WORST_REQUEST_SECONDS} s on "
-                "2 CPU cores (--max-input-chars sets it)")
-    if max_batch_chars is None:
-        max_batch_chars = limits_lib.BATCH_TEXTS_AT_LIMIT * max_input_chars
-    return limits_lib.export_fields(
-        max_input_chars, max_batch_chars,
-        max_batch_rows or limits_lib.MAX_BATCH_ROWS, whole_text)
 
 
 def _check_out(out, overwrite, log=print):
@@ -352,7 +346,8 @@ def _check_out(out, overwrite, log=print):
     return out
 
 
-def _write_export(out, spec, vocab, model, log, make_module):
+def _write_export(out, spec, vocab, model, log, make_module,
+                  server_config=None):
     """Writes the SavedModel of `make_module(vocab)` (staged, then
     moved into place) with its warm-up records, signature tensors, spec
     and op audit, and updates `models.config` and the batching
@@ -384,10 +379,12 @@ def _write_export(out, spec, vocab, model, log, make_module):
         ops = audit_ops(saved)
     replace_directory(saved, out, "the export")
     staging.rmtree(ignore_errors=True)
-    with guarded_write(out.parent.parent, "the TF Serving config"):
-        config_path = update_models_config(out.parent.parent)
-        batching_path = write_batching_parameters(out.parent.parent,
-                                                  module.BATCH_SIZES)
+    root = models_root(out, server_config)
+    if root is not None:
+        with guarded_write(root, "the TF Serving config"):
+            config_path = update_models_config(root)
+            batching_path = write_batching_parameters(root,
+                                                      module.BATCH_SIZES)
     size = _directory_bytes(out)
     what = ", ".join(f"{k} {spec[k]}" for k in ("labels", "version_2")
                      if k in spec)
@@ -414,10 +411,15 @@ def _write_export(out, spec, vocab, model, log, make_module):
     log(f"wrote {out / 'assets.extra' / 'tf_serving_warmup_requests'} "
         f"({len(requests)} requests; sequence lengths "
         f"{', '.join(map(str, module.lengths))})")
-    log(f"updated {config_path} and {batching_path}" + (
-        f"; serve it with {FROZEN_WEIGHTS}=1 in TF Serving's environment "
-        "(oneDNN keeps its weights in their fastest layout)"
-        if keeps_reordered_weights(spec) else ""))
+    served = (f"; serve it with {FROZEN_WEIGHTS}=1 in TF Serving's "
+              "environment (oneDNN keeps its weights in their fastest "
+              "layout)" if keeps_reordered_weights(spec) else "")
+    if root is not None:
+        log(f"updated {config_path} and {batching_path}{served}")
+    else:
+        log(f"wrote nothing outside {out}: --server-config writes TF "
+            f"Serving's models.config and batching_parameters.txt in "
+            f"{out.parent.parent}{served}")
     return {"path": out, "ops": ops, "bytes": size, "kind": spec["kind"],
             "signatures": list(signatures)}
 

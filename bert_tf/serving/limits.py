@@ -78,6 +78,28 @@ def default_max_input_chars(encoder, reads_whole_text):
                    max(_LEAST_DEFAULT, chars // figures * figures)))
 
 
+def resolve(kind, spec, encoder, max_input_chars=None, max_batch_chars=None,
+            max_batch_rows=None, log=print):
+    """An export's limits, as `export_fields` records them: those given,
+    else the defaults for its kind (a kind class: `reads_whole_text`) and
+    `encoder` (an `EncoderConfig`; `default_max_input_chars`), checked."""
+    import dataclasses
+
+    whole_text = kind.reads_whole_text(spec)
+    if max_input_chars is None:
+        max_input_chars = default_max_input_chars(
+            dataclasses.asdict(encoder), whole_text)
+        if whole_text:
+            log(f"limit: {max_input_chars:,} characters per text, the "
+                f"default for a {kind.kind} model of this size: a request "
+                f"at the limit costs about {WORST_REQUEST_SECONDS} s on 2 "
+                "CPU cores (--max-input-chars sets it)")
+    if max_batch_chars is None:
+        max_batch_chars = BATCH_TEXTS_AT_LIMIT * max_input_chars
+    return export_fields(max_input_chars, max_batch_chars,
+                         max_batch_rows or MAX_BATCH_ROWS, whole_text)
+
+
 def export_fields(max_input_chars, max_batch_chars,
                   max_batch_rows=MAX_BATCH_ROWS, pads_to_longest=False):
     """The limits as an export records them in `bert_tf.json`, checked

@@ -68,12 +68,33 @@ def write_run_files(trainer, files):
         write(path)
 
 
+# What a run directory holds (any one): its config, TF's checkpoint
+# index, the best model, TensorBoard logs.
+RUN_MARKERS = ("finetune.yaml", "pretrain.yaml", "distill.yaml",
+               "checkpoint", "best", "tensorboard")
+
+
+def is_run_directory(directory):
+    """Whether `directory` is empty or holds what a run writes
+    (`RUN_MARKERS`): what `--fresh` may move aside."""
+    names = {p.name for p in GPath(directory).iterdir()}
+    return not names or bool(names & set(RUN_MARKERS)) or any(
+        name.startswith(("ckpt-", "model.ckpt")) for name in names)
+
+
 def move_aside(model_dir, log=print):
     """Moves an existing run directory to `DIR.previous-N` (the first free
-    N), so that a fresh run starts in an empty one and nothing is lost."""
+    N), so that a fresh run starts in an empty one and nothing is lost. A
+    directory that is no run's (a home directory, a data folder) is
+    refused, never moved."""
     model_dir = GPath(model_dir)
     if not model_dir.exists():
         return None
+    if not model_dir.is_dir() or not is_run_directory(model_dir):
+        raise ValueError(
+            f"--fresh: {model_dir} is not a run directory (it holds none of "
+            f"{', '.join(RUN_MARKERS)}); refusing to move it aside. Set "
+            "trainer.model_dir to the run's own directory.")
     number = 1
     while model_dir.with_name(f"{model_dir.name}.previous-{number}").exists():
         number += 1
