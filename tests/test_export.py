@@ -495,8 +495,10 @@ def test_an_export_writes_outside_out_only_where_asked(tmp_path,
     left alone, and a folder's name cannot add entries."""
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.tasks.classification.model import BertClassifier
-    from toy_task import VOCAB
+    from bert_tf.text.vocab import Vocab
+    from toy_task import VOCAB as TOKENS
 
+    VOCAB = Vocab(tuple(TOKENS))
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

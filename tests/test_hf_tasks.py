@@ -95,6 +95,53 @@ def test_the_ner_export_gives_the_pipelines_entities_and_tags(tmp_path):
     assert model.head.dense.kernel.shape[-1] == 5
 
 
+def _served_entities(out, i):
+    return [(out["type"][i, j].numpy().decode(),
+             out["text"][i, j].numpy().decode(), int(out["start"][i, j]),
+             int(out["end"][i, j]), float(out["score"][i, j]))
+            for j in range(int(out["count"][i]))]
+
+
+def _hf_entities(text, entities):
+    return [(e["type"], text[e["start"]:e["end"]], e["start"], e["end"],
+             e["score"]) for e in entities]
+
+
+@pytest.mark.slow
+def test_cased_ner_with_punctuation_equals_the_pipeline(tmp_path):
+    """Cased sentences written for it (punctuation beside entities,
+    quotes, brackets, hyphens, apostrophes, emoji, CJK): the SavedModel's
+    entities equal HF's `aggregation_strategy="first"` on every one
+    (type, text, code-point offsets, score), since its words are BERT's;
+    and `simple` wherever HF's sub-word fragments do not differ. The
+    TFLite file of the same run answers the same."""
+    from bert_tf.serving.tflite import TFLiteModel, export_tflite
+
+    serve = exported("bert_ner_cased", tmp_path)
+    want = expected("bert_ner_cased")
+    texts = want["texts"]
+    assert len(texts) >= 20
+    out = serve(text=tf.constant(texts))
+    export_tflite(tmp_path / "bert_ner_cased_run", tmp_path / "ner.tflite",
+                  log=lambda line: None)
+    lite = {k: tf.constant(v) for k, v in TFLiteModel(
+        tmp_path / "ner.tflite")(texts).items()}
+    same_as_simple = 0
+    for i, text in enumerate(texts):
+        got = _served_entities(out, i)
+        first = _hf_entities(text, want["first"][i])
+        assert [g[:4] for g in got] == [f[:4] for f in first], text
+        np.testing.assert_allclose([g[4] for g in got],
+                                   [f[4] for f in first], atol=1e-5)
+        assert [g[:4] for g in _served_entities(lite, i)] == \
+            [f[:4] for f in first], text
+        # `simple` groups pieces, not words: where no piece of a word
+        # differs from its first, it is `first`.
+        simple = _hf_entities(text, want["simple"][i])
+        same_as_simple += [g[:4] for g in got] == [s[:4] for s in simple]
+    assert same_as_simple == 14, same_as_simple
+
+
 @pytest.mark.parametrize("name", ["distilbert_model", "bert_model",
                                   "electra_model"])
 def test_a_headless_model_without_the_family_prefix_imports_exactly(name):

@@ -74,7 +74,8 @@ def test_wnut_split_is_fixed():
 def test_every_word_is_predicted_exactly_once(bert_vocab):
     sentences = wnut.read_wnut()[:60]
     texts = [" ".join(w) for w, _ in sentences]
-    pre = TaggingPreprocessor(bert_vocab, seq_length=12, doc_stride=4)
+    pre = TaggingPreprocessor(bert_vocab, seq_length=12, doc_stride=4,
+                              pretokenized=True)
     out = {k: v.numpy() for k, v in pre(tf.constant(texts)).items()}
     assert out["input_word_ids"].shape[0] > 3 * len(texts)
     seen = {}
@@ -92,21 +93,14 @@ def test_every_word_is_predicted_exactly_once(bert_vocab):
             assert texts[i][start:end] == word
 
 
-@pytest.mark.parametrize("featurizer", ["saved_model", "tflite"])
-def test_a_word_the_tokenizer_drops_is_still_predicted(bert_vocab,
-                                                       featurizer):
-    """A word with no word pieces (a lone zero-width joiner) reads one
-    [UNK] piece and gets a prediction like every other word."""
-    from bert_tf.tasks.tagging.tflite import tagging_windows
-    from bert_tf.text.tokenizer import BertTokenizer
+def test_a_word_the_tokenizer_drops_is_still_predicted(bert_vocab):
+    """Pre-tokenized text: a labelled word with no word pieces (a lone
+    zero-width joiner) reads one [UNK] piece and gets a prediction like
+    every other word. In raw text BERT drops it: it is no word."""
     texts = ["Paris \u200d Berlin", "\u200d", "a \u200d\u200d b \u200d"]
     words = [text.split(" ") for text in texts]
-    if featurizer == "saved_model":
-        out = TaggingPreprocessor(bert_vocab, seq_length=8, doc_stride=3)(
-            tf.constant(texts))
-    else:
-        out = tagging_windows(BertTokenizer(bert_vocab), bert_vocab,
-                              tf.constant(texts), 8, 3)
+    out = TaggingPreprocessor(bert_vocab, seq_length=8, doc_stride=3,
+                              pretokenized=True)(tf.constant(texts))
     out = {k: v.numpy() for k, v in out.items()}
     seen = {}
     for w in range(out["input_word_ids"].shape[0]):
@@ -118,6 +112,9 @@ def test_a_word_the_tokenizer_drops_is_still_predicted(bert_vocab,
                     bert_vocab.unk_id
     assert seen == {(i, j): 1 for i, row in enumerate(words)
                     for j in range(len(row))}
+    raw = TaggingPreprocessor(bert_vocab, seq_length=8, doc_stride=3)(
+        tf.constant(texts))
+    assert raw["num_words"].numpy().tolist() == [2, 0, 2]
 
 
 @pytest.mark.parametrize("pieces, over", [(4095, 0), (4096, 0), (4097, 1)])
@@ -179,7 +176,8 @@ def test_decoded_entities_equal_seqeval_across_window_edges(bert_vocab):
     equals seqeval's reading of the same tags."""
     sentences = wnut.read_wnut()[:80]
     texts = [" ".join(w) for w, _ in sentences]
-    pre = TaggingPreprocessor(bert_vocab, seq_length=10, doc_stride=3)
+    pre = TaggingPreprocessor(bert_vocab, seq_length=10, doc_stride=3,
+                              pretokenized=True)
     features = pre(tf.constant(texts))
     rng = np.random.default_rng(1)
     logits = rng.normal(size=tuple(features["input_word_ids"].shape) + (
@@ -242,8 +240,12 @@ def test_export_returns_entities_with_offsets(tag_export):
     signature = export_lib.load_exported(out).signatures["serving_default"]
     assert set(signature.structured_outputs) == {
         "type", "text", "start", "end", "score", "count"}
-    assert "RegexSplitWithOffsets" in export_lib.audit_ops(out)["tf_text"]
-    texts = ["Ann met Cleo in Paris .", "Dan went to Rome", "Zoë Ann"]
+    # Words come from the tokenizer's pieces (as BERT splits them): no
+    # regex split of its own.
+    ops = export_lib.audit_ops(out)["tf_text"]
+    assert "FastWordpieceTokenizeWithOffsets" in ops
+    assert "RegexSplitWithOffsets" not in ops
+    texts = ["Ann met Cleo in Paris.", "Dan went to Rome", "Zoë Ann"]
     result = {k: v.numpy() for k, v in signature(
         text=tf.constant(texts)).items()}
     assert result["type"].shape == (3, 32)
@@ -332,8 +334,8 @@ def test_rest_and_grpc_client_requests(tag_export):
 @pytest.mark.slow
 def test_tflite_windows_equal_the_preprocessors(bert_vocab):
     """The TFLite featurizer (dense ops) gives TaggingPreprocessor's
-    windows, ids, word positions and offsets on real tweets; on a NUL
-    byte they differ (the SavedModel's regex split stops at it)."""
+    windows, ids, word positions and offsets of raw text on real tweets,
+    long texts, emoji and CJK; both drop a NUL byte, as BERT does."""
     from bert_tf.tasks.tagging.tflite import tagging_windows
     from bert_tf.text.tokenizer import BertTokenizer
     texts = [" ".join(t) for t, _ in wnut.read_wnut()[:200]] + [
@@ -347,7 +349,9 @@ def test_tflite_windows_equal_the_preprocessors(bert_vocab):
             np.testing.assert_array_equal(dense[key], value, err_msg=key)
     nul = tagging_windows(BertTokenizer(bert_vocab), bert_vocab,
                           tf.constant(["x \x00 y"]), 16, 5)
-    assert nul["num_words"].numpy().tolist() == [3]
+    exact = TaggingPreprocessor(bert_vocab, 16, 5)(tf.constant(["x \x00 y"]))
+    assert (nul["num_words"].numpy().tolist(),
+            exact["num_words"].numpy().tolist()) == ([2], [2])
 
 
 @pytest.mark.slow
@@ -369,8 +373,7 @@ def test_tflite_tags_like_the_saved_model(tag_run, tag_export, tmp_path,
     assert set(custom_ops(files["none"])) == {
         "FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
         "RaggedTensorToTensor", "TFText>ByteSplitByOffsets",
-        "TFText>ByteSplitWithOffsets",
-        "TFText>WhitespaceTokenizeWithOffsetsV2"}
+        "TFText>ByteSplitWithOffsets"}
     texts = [" ".join(line.split()[0] for line in block.splitlines())
              for block in (directory / "test.txt").read_text().split("\n\n")
              if block.strip() and not block.startswith("-DOCSTART-")]

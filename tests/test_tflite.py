@@ -89,6 +89,13 @@ def test_tflite_takes_hostile_strings(saved_and_tflite):
             text=tf.constant(plain))["probabilities"], atol=1e-5)
     with pytest.raises(ValueError, match="texts is empty"):
         TFLiteModel(files["none"]["path"])([])
+    # The SavedModel's limits on rows and bytes, before the graph runs.
+    with pytest.raises(ValueError, match="`text` holds 1025 texts in one "
+                                         "call, over the limit of 1024"):
+        TFLiteModel(files["none"]["path"])([""] * 1025)
+    with pytest.raises(ValueError, match="`text` holds a text of 4,000,001 "
+                                         "bytes, over the 4,000,000"):
+        TFLiteModel(files["none"]["path"])([b"\x80" * 4_000_001])
 
 
 @pytest.mark.slow

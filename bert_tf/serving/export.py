@@ -37,7 +37,7 @@ from bert_tf.storage import GPath
 SIGNATURE_TENSORS = "signature_tensors.txt"
 # What an export adds beside its task spec in `bert_tf.json`.
 EXPORT_FIELDS = ("precision", "int8", "row_classes", "max_input_chars",
-                 "max_batch_chars")
+                 "max_batch_chars", "max_batch_rows", "pads_to_longest")
 FORBIDDEN_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
 
 
@@ -275,8 +275,9 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
         kind: its task kind (`classification`, `span_qa`, ...); None: the
             kind whose model class it is.
         vocab: the `Vocab` it was trained with (required).
-        log, overwrite, fixed_length, max_input_chars, max_batch_chars,
-            max_batch_rows, server_config: as in `export_model`.
+        log: as in `export_model`; likewise `overwrite`, `fixed_length`,
+            `max_input_chars`, `max_batch_chars`, `max_batch_rows` and
+            `server_config`.
         **fields: the kind's config fields the serving graph reads, e.g.
             `labels` and `seq_length` for a classifier.
 

@@ -35,12 +35,18 @@ import tensorflow as tf
 
 from bert_tf import _moved, tasks
 from bert_tf.safe_io import check_writable, guarded_write
+from bert_tf.serving import limits as limits_lib
 from bert_tf.serving.runtime import native_logs_quiet
 from bert_tf.storage import GPath
 
 QUANTIZATIONS = ("none", "dynamic_int8")
 # The metadata entry of a .tflite file that records what wrote it.
 METADATA_NAME = "bert_tf"
+
+# A text of a kind that reads at most `max_pieces` pieces may hold this
+# many bytes per piece read (English averages about 5): a longer one is
+# mostly bytes the graph would tokenize and then drop.
+_BYTES_PER_PIECE = 64
 
 
 def convert(module, quantize="none"):
@@ -273,6 +279,7 @@ class TFLiteModel:
         if not max(sizes.values()):
             raise ValueError("texts is empty: give at least one string.")
         encoded = {name: _encoded(values) for name, values in inputs.items()}
+        self._check_limits(encoded)
         if self._first_call_done:
             out = self._runner(**encoded)
         else:
@@ -289,6 +296,27 @@ class TFLiteModel:
                 "SavedModel, which reads long texts a step at a time.")
         return out
 
+
+    def _check_limits(self, encoded):
+        """The SavedModel's limits on rows and bytes (`serving.limits`),
+        before the graph runs: it caps the pieces it reads of a text, but
+        tokenizes all of it first, and pads every row to the longest."""
+        most_bytes = (limits_lib.BYTES_PER_CHAR * limits_lib.MAX_INPUT_CHARS
+                      if not self.max_pieces else
+                      _BYTES_PER_PIECE * self.max_pieces)
+        for name, values in encoded.items():
+            texts = np.asarray(values, dtype=object).reshape(-1)
+            if texts.size > limits_lib.MAX_BATCH_ROWS:
+                raise ValueError(
+                    f"`{name}` holds {texts.size} texts in one call, over "
+                    f"the limit of {limits_lib.MAX_BATCH_ROWS}: send fewer "
+                    "texts per call.")
+            longest = max(len(text) for text in texts)
+            if longest > most_bytes:
+                raise ValueError(
+                    f"`{name}` holds a text of {longest:,} bytes, over the "
+                    f"{most_bytes:,} {self.path.name} reads; split it, or "
+                    "serve the SavedModel.")
 
     def as_loaded(self):
         """This file behind the interface of a loaded SavedModel's

@@ -2,10 +2,15 @@
 piece (in-graph): the one featurizer of token tagging, and of per-word
 features (`bert-tf features`, the embeddings export's `word_features`).
 
-Words are the whitespace-separated parts of the text (a CoNLL or TFDS
-sentence is its tokens joined by spaces). Each word becomes its word
-pieces (a word the tokenizer drops becomes `[UNK]`, so every word gets a
-prediction); as in the paper, a word's label and prediction sit on its
+Raw text is split into words as BERT's basic tokenizer splits it, and as
+HF's token-classification pipelines see words: at whitespace, and each
+punctuation mark and CJK character a word of its own (`bert_words`: a
+word is a piece that does not continue another, `##`, with the pieces
+that continue it), so an entity never holds the punctuation beside it.
+Pre-tokenized text (`pretokenized=True`: a CoNLL or TFDS sentence is its
+tokens joined by spaces, and its labels count those) keeps its words:
+each becomes its word pieces (one the tokenizer drops becomes `[UNK]`, so
+every labelled word gets a prediction). As in the paper, a word's label and prediction sit on its
 first piece and the other pieces carry no loss. Text longer than the
 model goes through overlapping windows (`doc_stride`); each word is
 predicted in the one window where its first piece is max-context.
@@ -32,11 +37,15 @@ class TaggingPreprocessor(keras.layers.Layer):
         seq_length: window length, special tokens included.
         doc_stride: word pieces between the starts of adjacent windows.
         lower_case, strip_accents: see `BertTokenizer`.
+        pretokenized: the texts are words joined by spaces (training and
+            evaluation data): each space-separated part is one word. False:
+            raw text, split into words as BERT splits it (`bert_words`).
 
     Call args:
         text: tf.string [batch].
-        word_labels: optional int ragged [batch, (words)] label ids; with
-            them the output has `labels` and `label_weights` [W, L].
+        word_labels: optional int ragged [batch, (words)] label ids of
+            pre-tokenized text; with them the output has `labels` and
+            `label_weights` [W, L].
 
     Returns:
         dict with one row per window (W in all): `input_word_ids`,
@@ -50,7 +59,7 @@ class TaggingPreprocessor(keras.layers.Layer):
     Examples:
         >>> pre = TaggingPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
         ...                            "[MASK]", "ann", "lives", "in", "oslo",
-        ...                            "##w"], seq_length=8)
+        ...                            "##w"], seq_length=8, pretokenized=True)
         >>> out = pre(tf.constant(["Ann lives in Oslow"]),
         ...           tf.ragged.constant([[1, 0, 0, 3]]))
         >>> out["input_word_ids"].numpy().tolist()
@@ -62,7 +71,8 @@ class TaggingPreprocessor(keras.layers.Layer):
     """
 
     def __init__(self, vocabulary, seq_length=128, doc_stride=64,
-                 lower_case=None, strip_accents=None, **kwargs):
+                 lower_case=None, strip_accents=None, pretokenized=False,
+                 **kwargs):
         seq_length = legacy_seq_length(kwargs, seq_length,
                                        "TaggingPreprocessor")
         kwargs.pop("dtype", None)
@@ -75,6 +85,7 @@ class TaggingPreprocessor(keras.layers.Layer):
         # === Config ===
         self.seq_length = int(seq_length)
         self.doc_stride = int(doc_stride)
+        self.pretokenized = bool(pretokenized)
 
         # === Layers ===
         self.tokenizer = BertTokenizer(vocabulary, lower_case, strip_accents,
@@ -83,11 +94,20 @@ class TaggingPreprocessor(keras.layers.Layer):
 
     def call(self, text, word_labels=None):
         text = tf.convert_to_tensor(text, tf.string)
-        words, num_words, byte_start, byte_end = split_words(text)
+        if word_labels is not None and not self.pretokenized:
+            raise ValueError("word_labels count the words of pre-tokenized "
+                             "text: build the TaggingPreprocessor with "
+                             "pretokenized=True.")
+        if self.pretokenized:
+            words, num_words, byte_start, byte_end = split_words(text)
+            pieces = self.tokenizer(words)
+        else:
+            num_words, pieces, byte_start, byte_end = bert_words(
+                self.tokenizer.vocab, self.tokenizer.dense_with_offsets(text))
         char_start, char_end = byte_to_char_offsets(
             text, tf.maximum(byte_start, 0), tf.maximum(byte_end, 0))
         features = word_windows(
-            self.tokenizer.vocab, num_words, self.tokenizer(words),
+            self.tokenizer.vocab, num_words, pieces,
             {"byte_start": byte_start, "byte_end": byte_end,
              "char_start": tf.where(byte_start >= 0, char_start, -1),
              "char_end": tf.where(byte_end >= 0, char_end, -1)},
@@ -118,7 +138,63 @@ class TaggingPreprocessor(keras.layers.Layer):
     def get_config(self):
         return preprocessor_config(
             super().get_config(), self.tokenizer,
-            seq_length=self.seq_length, doc_stride=self.doc_stride)
+            seq_length=self.seq_length, doc_stride=self.doc_stride,
+            pretokenized=self.pretokenized)
+
+
+def bert_words(vocab, pieces):
+    """The words of texts as BERT splits them, from their word pieces: a
+    word is a piece that does not continue another (`##`) and the pieces
+    that continue it. The tokenizer already split at whitespace, at each
+    punctuation mark and CJK character, and dropped what BERT drops
+    (control characters), so these are the basic tokenizer's words, and
+    the words HF's token-classification pipelines aggregate.
+
+    Args:
+        vocab: the `Vocab`.
+        pieces: `BertTokenizer.dense_with_offsets(text)` (or the fused
+            tokenizer's, as dense): `lengths` [B], `ids`, `byte_start`,
+            `byte_end` [B, n].
+
+    Returns:
+        (num_words int32 [B], the pieces of every word ragged [words,
+        (p)], word byte starts and ends int32 [B, N], -1 padded).
+
+    Examples:
+        >>> from bert_tf.text.tokenizer import BertTokenizer
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+        ...                            "[MASK]", "paris", "##ian", "."])
+        >>> words, pieces, start, end = bert_words(
+        ...     tokenizer.vocab, tokenizer.dense_with_offsets(
+        ...         tf.constant(["Parisian."])))
+        >>> words.numpy().tolist(), pieces.to_list()
+        ([2], [[5, 6], [7]])
+        >>> start.numpy().tolist(), end.numpy().tolist()
+        ([[0, 8]], [[8, 9]])
+    """
+    suffix = tf.constant([token.startswith("##") for token in vocab.tokens])
+    ids = tf.cast(pieces["ids"], tf.int32)
+    position = tf.range(tf.shape(ids)[1])[None, :]
+    valid = position < pieces["lengths"][:, None]
+    starts = valid & ((position == 0) | ~tf.gather(suffix, ids))
+    num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)
+    flat_starts = tf.boolean_mask(starts, valid)
+    first = tf.cast(tf.where(flat_starts)[:, 0], tf.int32)
+    # Each word ends before the next one starts (the last at the end);
+    # no word (no piece at all) leaves `last` empty too.
+    last = tf.concat([first[1:], tf.shape(flat_starts)], 0)[
+        :tf.size(first)] - 1
+    word_pieces = tf.RaggedTensor.from_row_starts(
+        tf.boolean_mask(ids, valid), first, validate=False)
+
+    def per_word(name, index):
+        values = tf.gather(tf.boolean_mask(
+            tf.cast(pieces[name], tf.int32), valid), index)
+        return tf.RaggedTensor.from_row_lengths(
+            values, num_words, validate=False).to_tensor(default_value=-1)
+
+    return (num_words, word_pieces, per_word("byte_start", first),
+            per_word("byte_end", last))
 
 
 def _runs(counts, total):

@@ -221,7 +221,7 @@ class FeatureExtractor:
         check_layers(layers, len(encoder.transformer_layers))
         self.layers = layers
         self.preprocessor = TaggingPreprocessor(vocabulary, seq_length,
-                                                doc_stride)
+                                                doc_stride, pretokenized=True)
         self.function = tf.function(word_feature_graph(
             encoder, self.preprocessor, layers),
             input_signature=[tf.TensorSpec([None], tf.string)],

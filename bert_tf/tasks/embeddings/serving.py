@@ -42,7 +42,8 @@ class EmbeddingModule(TaskModule):
             spec["normalize"], fixed_length)
         words = word_feature_graph(
             encoder, TaggingPreprocessor(vocabulary, spec["word_seq_length"],
-                                         spec["doc_stride"]),
+                                         spec["doc_stride"],
+                                         pretokenized=True),
             "all", fixed_length)
         text_spec = [tf.TensorSpec([None], tf.string, name="text")]
         self.serve = tf.function(

@@ -80,10 +80,14 @@ class Tagging(Task):
         return (f"{len(train):,} training sentences, {entities:,} entities "
                 f"of {len(data.types)} types ({', '.join(data.types)})")
 
-    def preprocessor(self, vocab):
+    def preprocessor(self, vocab, pretokenized=True):
+        """The featurizer of data sentences (words joined by spaces, as
+        their tags count them), or with `pretokenized=False` of raw text
+        (words as BERT splits them: what the exports serve)."""
         return TaggingPreprocessor(vocab, self.spec.seq_length,
                                    self.spec.doc_stride,
-                                   lower_case=self.spec.lower_case)
+                                   lower_case=self.spec.lower_case,
+                                   pretokenized=pretokenized)
 
     def _examples(self, data, split):
         index = {t: i for i, t in enumerate(self.spec.labels)}
@@ -203,8 +207,8 @@ class Tagging(Task):
         return TaggingTFLiteModule(model, self.spec, vocab)
 
     def serving_module(self, model, vocab, fixed_length=False):
-        return TaggingModule(model, self.preprocessor(vocab), self.spec,
-                             vocab, fixed_length)
+        return TaggingModule(model, self.preprocessor(vocab, False),
+                             self.spec, vocab, fixed_length)
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):

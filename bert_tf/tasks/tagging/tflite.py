@@ -3,33 +3,32 @@ SavedModel's entities out (`type`, `text`, `start`, `end`, `score`,
 `count`), with tf-text's TFLite kernels for tokenization and TFLite
 builtins for the rest (see `bert_tf/serving/tflite.py`).
 
-`tagging_windows` is `TaggingPreprocessor` with the ops TFLite runs: its
-own word split and the fused tokenizer, then the same dense
-`word_windows`, so the words, pieces, windows and offsets are equal on
-plain text (a test holds them equal), and a text of any length is tagged
-whole inside one call. One difference:
-words are split at Unicode whitespace (tf-text's `WhitespaceTokenizer`,
-which has a TFLite kernel) where the SavedModel splits at ASCII
-whitespace, so a no-break space separates two words here. The entities
-come from the same `decode_entities` as evaluation and the SavedModel.
+`tagging_windows` is `TaggingPreprocessor` of raw text with the ops
+TFLite runs: the fused tokenizer over each whole text, words as BERT
+splits them (`bert_words`), then the same dense `word_windows`, so the
+words, pieces, windows and offsets are equal on plain text (a test holds
+them equal), and a text of any length is tagged whole inside one call.
+On text outside plain Latin the fused tokenizer alone runs here, where
+the SavedModel normalizes exactly (control characters, compatibility
+forms). The entities come from the same `decode_entities` as evaluation
+and the SavedModel.
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bert_tf.tasks.serving_module import TFLiteModule
 from bert_tf.tasks.tagging.decoding import OUTPUTS, decode_entities
-from bert_tf.text.dense import MAX_PIECES, char_offsets
+from bert_tf.text.dense import MAX_PIECES, char_offsets, padded_dense
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.tokenizer import BertTokenizer
-from bert_tf.text.word_windows import word_windows
+from bert_tf.text.word_windows import bert_words, word_windows
 
 
 def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride,
                     max_pieces=MAX_PIECES):
-    """`TaggingPreprocessor(text)` with the ops TFLite runs: words split
-    by `WhitespaceTokenizer`, the fused tokenizer and offsets by byte
-    splitting, then the same `word_windows`.
+    """`TaggingPreprocessor(text)` (raw text) with the ops TFLite runs:
+    the fused tokenizer and its byte offsets, words as BERT splits them,
+    then the same `word_windows`.
 
     Args:
         tokenizer: a `BertTokenizer` (its fused tokenizer runs).
@@ -42,17 +41,17 @@ def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride,
         the `TaggingPreprocessor` features (without labels), and
         `over_limit` (int32 [B]: 1 where a text holds more pieces).
     """
-    words, word_start, word_end = \
-        tf_text.WhitespaceTokenizer().tokenize_with_offsets(text)
-    offsets = {}
-    for side, values in (("start", word_start), ("end", word_end)):
-        byte = tf.cast(values, tf.int32).to_tensor(default_value=-1)
-        offsets[f"byte_{side}"] = byte
-        offsets[f"char_{side}"] = tf.where(byte >= 0, char_offsets(
-            text, tf.maximum(byte, 0)), -1)
-    return word_windows(vocab, tf.cast(words.row_lengths(), tf.int32),
-                        tokenizer.fused().tokenize(words.flat_values),
-                        offsets, seq_length, doc_stride, max_pieces)
+    ids, byte_start, byte_end = tokenizer.fused_with_offsets(text)
+    num_words, pieces, start, end = bert_words(vocab, {
+        "lengths": tf.cast(ids.row_lengths(), tf.int32),
+        "ids": padded_dense(ids, vocab.pad_id), "byte_start": byte_start,
+        "byte_end": byte_end})
+    offsets = {"byte_start": start, "byte_end": end}
+    for side, values in (("start", start), ("end", end)):
+        offsets[f"char_{side}"] = tf.where(values >= 0, char_offsets(
+            text, tf.maximum(values, 0)), -1)
+    return word_windows(vocab, num_words, pieces, offsets, seq_length,
+                        doc_stride, max_pieces)
 
 
 class TaggingTFLiteModule(TFLiteModule):
