@@ -18,6 +18,7 @@ from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
 from bert_tf.serving.runtime import native_logs_quiet
 from bert_tf.tasks.base import SPEC_FILE, write_spec
+from bert_tf.tasks.labels import head_order
 from bert_tf.training import distribute, run_setup
 from bert_tf.training.optimization import create_optimizer, split_clipping
 from bert_tf.training.trainer import Trainer
@@ -122,7 +123,9 @@ def continue_head(init, task, model, log=print):
     spec, load_model = init.task
     labels = getattr(spec, "labels", None), getattr(task.spec, "labels",
                                                      None)
-    if spec.kind != task.kind or labels[0] != labels[1]:
+    # The same labels in another order keep the head, its rows reordered.
+    order = head_order(*labels) if labels[0] != labels[1] else None
+    if spec.kind != task.kind or (labels[0] != labels[1] and order is None):
         log(f"a new {task.kind} head: {init.description} is "
             f"{spec.kind}" + (f" with labels {labels[0]}, the data has "
                               f"{labels[1]}" if spec.kind == task.kind
@@ -136,8 +139,12 @@ def continue_head(init, task, model, log=print):
             f"init = {init.description}: its {spec.kind} head differs from "
             "this task's (set the task's fields as in its task.yaml, e.g. "
             f"pooling: {getattr(spec, 'pooling', '')}).") from None
+    if order is not None:
+        kernel, bias = model.head.dense.get_weights()
+        model.head.dense.set_weights([kernel[..., order], bias[order]])
     log(f"the head of {init.description} goes on training "
-        f"({', '.join(map(str, labels[0] or []))})")
+        f"({', '.join(map(str, labels[1] or []))}"
+        f"{', its outputs reordered to these labels' if order else ''})")
 
 
 def task_of(cfg):
@@ -188,6 +195,7 @@ def run(cfg, dry_run=False, log=print, init=None, variant=None,
         data = task_cls.load_data(spec)
         task = task_cls(task_cls.make_spec(cfg, spec, data, init.encoder,
                                            vocab))
+        data = _in_run_order(data, task.spec)
         run = _Run(cfg, init, task, data, vocab, variant, log)
         trainer = run.trainer()
         run_setup.write_run_files(trainer, {
@@ -199,6 +207,17 @@ def run(cfg, dry_run=False, log=print, init=None, variant=None,
         run_setup.log_start(trainer, cfg, log)
         trainer.train()
         return run.finish(trainer, started)
+
+
+def _in_run_order(data, spec):
+    """`data` whose label ids follow the run's labels (`task.labels` as
+    configured, `labels.honoured`), matched by name."""
+    run_labels = getattr(spec, "labels", None)
+    if not run_labels or tuple(getattr(data, "labels", None) or ()) in (
+            (), tuple(run_labels)):
+        return data
+    return data.relabeled(run_labels, [list(run_labels).index(label)
+                                       for label in data.labels])
 
 
 def already_finished(cfg, fresh=False, log=print):

@@ -82,6 +82,8 @@ def _fetch(repo, name, revision, where, log, required):
         return cached
     if cached is not None and not required:  # cached as absent
         return None
+    if _offline() or (name == "config.json" and not _reachable()):
+        raise HubError(_offline_message(where, name))
     if name == "config.json":  # said at once: the network may be slow
         log(f"fetching {repo} from {_endpoint()} into {cache_dir()} "
             "(HF_HUB_OFFLINE=1 reads the cache only)")
@@ -133,9 +135,47 @@ def _endpoint():
     return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
 
 
-def _offline_message(where, name):
+def _offline():
+    """Offline mode, as set now (huggingface_hub reads it at import)."""
     from huggingface_hub import constants
-    if constants.HF_HUB_OFFLINE:
+    value = os.environ.get("HF_HUB_OFFLINE")
+    if value is not None:
+        return value.strip().upper() in ("1", "ON", "YES", "TRUE")
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def _reachable(seconds=CONNECT_SECONDS):
+    """Whether the endpoint's host takes a connection within `seconds`,
+    its name lookup included (huggingface_hub's own retries take about 25
+    s to give up without a network). Behind a proxy: not probed."""
+    import socket
+    import threading
+    import urllib.parse
+
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy",
+                                       "HTTP_PROXY", "http_proxy",
+                                       "ALL_PROXY", "all_proxy")):
+        return True
+    url = urllib.parse.urlsplit(_endpoint())
+    port = url.port or (443 if url.scheme == "https" else 80)
+    answered = []
+
+    def probe():
+        try:
+            socket.create_connection((url.hostname, port),
+                                     timeout=seconds).close()
+            answered.append(True)
+        except (OSError, UnicodeError):
+            pass
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return bool(answered)
+
+
+def _offline_message(where, name):
+    if _offline():
         reason = "offline mode (HF_HUB_OFFLINE=1) is on"
     else:
         reason = (f"{_endpoint()} could not be reached (set "

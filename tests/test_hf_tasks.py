@@ -9,6 +9,7 @@ on them, so these tests need no torch.
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -199,7 +200,7 @@ def test_what_cannot_convert_is_one_clear_line(tmp_path):
         commands._convert(argparse.Namespace(
             source="hf", input=str(FIXTURES / "distilbert_model"),
             output=str(tmp_path / "encoder"), vocab=None,
-            labels=str(tmp_path / "labels.txt")))
+            labels=str(tmp_path / "labels.txt"), overwrite=False))
     with pytest.raises(ValueError, match="2 labels given .* head has 5"):
         hf_runs.from_hf(FIXTURES / "bert_ner", labels=["O", "B-X"])
 
@@ -320,6 +321,17 @@ def test_evaluate_scores_a_converted_run_on_other_data(tmp_path, capsys):
     assert code in (0, None), out
     accuracy = float(out.split("accuracy ")[1].split(",")[0])
     assert 0 <= accuracy <= 1
+    # One file, no train file: `--data`.
+    assert cli.main(["evaluate", "--run", str(tmp_path / "run"), "--data",
+                     str(tmp_path / "test.tsv"), "--set",
+                     "text=sentence"]) == 0
+    out = capsys.readouterr().out
+    assert float(out.split("accuracy ")[1].split(",")[0]) == accuracy
+    # A converted run has no data of its own: one line says what to give.
+    assert cli.main(["evaluate", "--run", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a converted run has none of " \
+        "its own: evaluate it with --data FILE" in err, err
 
 
 def _tf_h5_name(name, value):
@@ -375,3 +387,166 @@ def test_a_tf_h5_checkpoint_with_a_shorter_vocab_and_own_labels(tmp_path):
     np.testing.assert_allclose(
         probabilities, [[p[k] for k in names] for p in want["predictions"]],
         atol=1e-4)
+
+
+def _tagging_model_of(tmp_path, lines, **overrides):
+    """The task, model and init of a tagging run from the converted
+    cased NER run (HF's tag order), as `bert-tf finetune` builds them."""
+    from toy_tagging import toy_tagging_config, write_toy_tagging
+
+    from bert_tf import finetune
+    from bert_tf.text.vocab import read_vocab
+
+    run = tmp_path / "hf_ner_run"
+    if not run.exists():
+        hf_runs.convert_hf_run(FIXTURES / "bert_ner_cased", run,
+                               log=lambda line: None)
+        write_toy_tagging(tmp_path)
+    cfg = toy_tagging_config(tmp_path, init=str(run), vocab="",
+                             **overrides)
+    init = finetune.resolve_init(cfg)
+    task_cls, spec = finetune.task_of(cfg)
+    data = task_cls.load_data(spec)
+    task = task_cls(task_cls.make_spec(cfg, spec, data, init.encoder,
+                                       read_vocab(init.vocab_path)))
+    model = task.build_model(
+        bert_tf.BertEncoder.from_config_object(init.encoder))
+    finetune.continue_head(init, task, model, lines.append)
+    return task, model
+
+
+def test_a_head_goes_on_training_with_its_labels_in_any_order(tmp_path):
+    """`task.labels` is honoured (its order, every data tag in it); a run
+    whose labels are the init's in another order keeps the init's head,
+    its outputs reordered to the run's labels; a label set that lacks a
+    data tag is refused in one line."""
+    hf_order = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    ours = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    lines = []
+    task, model = _tagging_model_of(tmp_path, lines, **{
+        "task.labels": json.dumps(ours)})
+    assert task.spec.labels == ours
+    assert "its outputs reordered to these labels" in lines[-1], lines
+    _, hf_model, _, _ = bert_tf.load_finetuned(FIXTURES / "bert_ner_cased")
+    rows = [hf_order.index(label) for label in ours]
+    kernel, bias = hf_model.head.dense.get_weights()
+    got_kernel, got_bias = model.head.dense.get_weights()
+    np.testing.assert_array_equal(got_kernel, kernel[:, rows])
+    np.testing.assert_array_equal(got_bias, bias[rows])
+    with pytest.raises(ValueError, match=r"task.labels = \['O', 'B-PER'\] "
+                                         r"lacks .*B-LOC"):
+        _tagging_model_of(tmp_path, lines, **{
+            "task.labels": json.dumps(["O", "B-PER"])})
+
+
+def test_evaluation_matches_labels_by_name(tmp_path, capsys):
+    """A 3-label run on the 2-label RT sample: refused in one line naming
+    both label sets and --label-map; with the map, scored by name (the
+    run's `neutral` counts as wrong); the data in another order scores
+    the same as in the run's."""
+    from bert_tf import cli
+    from bert_tf.tasks.classification.data import load_classification
+    from bert_tf.tasks.classification.task_data import ClassificationData
+
+    run = tmp_path / "run"
+    hf_runs.convert_hf_run(FIXTURES / "bert_classifier", run,
+                           log=lambda line: None)
+    argv = ["evaluate", "--run", str(run), "--set",
+            "name=sample:rt_sentiment", "--split", "validation"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert ("sample:rt_sentiment has the labels negative, positive and the "
+            "run negative, neutral, positive: they are matched by name and "
+            "differ; to score the shared ones by name, pass --label-map "
+            "negative=negative,positive=positive") in err
+    assert cli.main([*argv, "--label-map",
+                     "negative=negative,positive=positive"]) == 0
+    by_name = float(capsys.readouterr().out.split("accuracy ")[1].split(
+        ",")[0])
+    # By name, against each example's own label.
+    data = load_classification("sample:rt_sentiment")
+    task, model, vocab, _ = bert_tf.load_finetuned(run)
+    texts, labels = [], []
+    for example in data.split("validation"):
+        texts.append(example["text"].numpy())
+        labels.append(data.labels[int(example["label"])])
+    probabilities = tf.nn.softmax(model(BertPreprocessor(
+        vocab, task.spec.seq_length, lower_case=True)(tf.constant(texts)),
+        training=False)).numpy()
+    names = np.array(task.spec.labels)[probabilities.argmax(-1)]
+    assert by_name == pytest.approx(np.mean(names == np.array(labels)),
+                                    abs=1e-4)
+    assert issubclass(type(data), ClassificationData)
+
+
+def test_contradicting_inputs_are_refused_in_one_line(tmp_path, capsys):
+    """A shuffled vocab beside tokenizer.json, a convert over an existing
+    run, a path that does not exist, an HF folder given to `export
+    --run`, a GPT-2 config: each one line naming the rule, exit 2."""
+    import random
+    import shutil
+
+    from bert_tf import cli
+
+    def refused(argv, *words):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        for word in words:
+            assert word in err, err
+
+    shuffled = tmp_path / "shuffled"
+    shutil.copytree(FIXTURES / "bert_classifier", shuffled)
+    tokens = (shuffled / "vocab.txt").read_text().split("\n")[:-1]
+    words = tokens[5:]
+    random.Random(0).shuffle(words)
+    (shuffled / "vocab.txt").write_text("\n".join(tokens[:5] + words) + "\n")
+    refused(["convert", "--input", str(shuffled), "--output",
+             str(tmp_path / "x")], "disagrees with", "tokenizer.json",
+            "the vocab is not this checkpoint's")
+    run = tmp_path / "run"
+    assert cli.main(["convert", "--input", str(FIXTURES / "bert_ner"),
+                     "--output", str(run)]) == 0
+    capsys.readouterr()
+    refused(["convert", "--input", str(FIXTURES / "bert_classifier"),
+             "--output", str(run)], "already exists and holds a run",
+            "--overwrite")
+    assert bert_tf.load_finetuned(run)[0].kind == "tagging"
+    assert cli.main(["convert", "--input", str(FIXTURES / "bert_classifier"),
+                     "--output", str(run), "--overwrite"]) == 0
+    assert bert_tf.load_finetuned(run)[0].kind == "classification"
+    capsys.readouterr()
+    refused(["convert", "--input", str(tmp_path / "no_such_model"),
+             "--output", str(tmp_path / "y")], "does not exist")
+    refused(["export", "--run", str(FIXTURES / "bert_classifier"), "--out",
+             str(tmp_path / "e" / "m" / "1")], "is an HF checkpoint, not a "
+            "run: convert it first")
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps(
+        {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+         "n_layer": 2}))
+    refused(["convert", "--from", "hf", "--input", str(gpt2), "--output",
+             str(tmp_path / "z")], "gpt2 is not a BERT-family model")
+
+
+def test_a_hub_name_offline_fails_at_once(monkeypatch, tmp_path):
+    """No network: one line within the 5 s a request waits, not after
+    huggingface_hub's retries; offline mode says so, fetching nothing."""
+    import time
+
+    from bert_tf import hf_hub
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    # Nothing listens there (loopback only: no traffic leaves the host).
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    for offline, reason in (("0", "could not be reached"),
+                            ("1", "offline mode (HF_HUB_OFFLINE=1) is on")):
+        monkeypatch.setenv("HF_HUB_OFFLINE", offline)
+        lines, start = [], time.monotonic()
+        with pytest.raises(hf_hub.HubError, match=re.escape(reason)):
+            hf_hub.download("hf://org/model", log=lines.append)
+        assert time.monotonic() - start < hf_hub.CONNECT_SECONDS + 1
+        assert lines == []

@@ -5,7 +5,7 @@ bert_tf checkpoint directory."""
 from bert_tf import sources
 from bert_tf.formats.canonical import assign_weights
 from bert_tf.checkpoints.garden import read_garden
-from bert_tf.formats.hf import read_hf
+from bert_tf.formats.hf import check_tokenizer_json, read_hf
 from bert_tf.formats.files import checkpoint_prefix, find_vocab
 from bert_tf.checkpoints.native import (Pretrained, check_vocab_size,
                                         load_pretrained, restore_model,
@@ -21,6 +21,19 @@ from bert_tf.text.vocab import read_vocab
 
 READERS = dict(zip(CHECKPOINT_SOURCES, (read_hf, read_tf1, read_garden)))
 SOURCES = CHECKPOINT_SOURCES
+
+
+def _checked_vocab(source, input_path, config, vocab_path=None):
+    """The vocab of a foreign checkpoint (given, or found beside it),
+    checked against its embedding's rows and, for HF, its tokenizer.json."""
+    vocab_path = GPath(vocab_path) if vocab_path else find_vocab(input_path)
+    vocab = read_vocab(vocab_path)
+    if source == "hf":
+        path = GPath(input_path)
+        check_tokenizer_json(vocab, vocab_path,
+                             path if path.is_dir() else path.parent)
+    check_vocab_size(vocab, config, vocab_path)
+    return vocab
 
 
 def convert(source, input_path, output_dir, vocab_path=None, log=print):
@@ -41,6 +54,10 @@ def convert(source, input_path, output_dir, vocab_path=None, log=print):
     if source is None or sources.is_name(input_path):
         layout, _, path = sources.resolve(input_path, log).partition(":")
         if source is None and not (layout in READERS and path):
+            if not sources.is_name(input_path) and \
+                    not GPath(input_path).exists():
+                raise FileNotFoundError(f"--input {input_path} does not "
+                                        "exist.")
             raise ValueError(
                 f"{input_path}: name its format with --from "
                 f"({', '.join(SOURCES)}), or give a checkpoint name "
@@ -51,9 +68,7 @@ def convert(source, input_path, output_dir, vocab_path=None, log=print):
         raise ValueError(f"Unknown checkpoint source {source!r}; choose one "
                          f"of {', '.join(SOURCES)}.")
     config, weights, ignored = READERS[source](input_path)
-    vocab_path = GPath(vocab_path) if vocab_path else find_vocab(input_path)
-    vocab = read_vocab(vocab_path)
-    check_vocab_size(vocab, config, vocab_path)
+    vocab = _checked_vocab(source, input_path, config, vocab_path)
     encoder = BertEncoder.from_config_object(config)
     pretrainer = None
     if "cls/predictions/output_bias" in weights:
@@ -96,9 +111,7 @@ def load_encoder(spec, dtype=None):
     if source in READERS and rest:
         path = GPath(rest).expanduser()
         config, weights, _ = READERS[source](path)
-        vocab_path = find_vocab(path)
-        vocab = read_vocab(vocab_path)
-        check_vocab_size(vocab, config, vocab_path)
+        vocab = _checked_vocab(source, path, config)
         encoder = BertEncoder.from_config_object(config, dtype=dtype)
         assign_weights(weights, encoder, source=str(path))
         return Pretrained(config, vocab, encoder, None, path)

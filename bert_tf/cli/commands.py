@@ -34,8 +34,10 @@ def _config(args):
 
 def _convert(args):
     from bert_tf import checkpoints
+    from bert_tf.storage import GPath
     from bert_tf.tasks import hf_runs
 
+    _check_convert_output(GPath(args.output), args.overwrite)
     if args.source in (None, "hf") and hf_runs.is_task_checkpoint(
             args.input):
         return hf_runs.convert_hf_run(
@@ -106,6 +108,24 @@ def _pairs(args):
                       eval_share=args.eval_share)
 
 
+def _check_convert_output(out, overwrite):
+    """`bert-tf convert` writes into a new (or empty) directory; with
+    --overwrite an existing one is cleared first, so no file of what was
+    there (a run's task.yaml) outlives it."""
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not overwrite:
+        held = ("a run (task.yaml)" if (out / "task.yaml").exists() else
+                "a checkpoint (config.yaml)" if (out / "config.yaml").exists()
+                else "files")
+        raise ValueError(f"--output {out} already exists and holds {held}; "
+                         "choose a new directory, or pass --overwrite to "
+                         "replace it.")
+    if not out.is_dir():
+        raise ValueError(f"--output {out} is a file, not a directory.")
+    out.rmtree()
+
+
 def _data_service(args):
     from bert_tf.data import service
 
@@ -151,8 +171,11 @@ def _finetune(args):
 def _evaluate(args):
     from bert_tf import tasks
 
+    from bert_tf.tasks.labels import parse_label_map
+
     results = tasks.evaluate_run(args.run, args.set, args.split,
-                                 args.batch_size)
+                                 args.batch_size, data_file=args.data,
+                                 label_map=parse_label_map(args.label_map))
     print(", ".join(f"{name} {value:.4f}" for name, value in
                     results.items()) or "no labels in this split: nothing "
           "to score")

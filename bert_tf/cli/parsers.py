@@ -130,6 +130,9 @@ def _add_model_commands(sub, parser):
                         "(task.yaml with its labels) that `bert-tf export "
                         "--run`, `predict` and `evaluate` take")
     p.add_argument("--vocab", help="vocab.txt (default: next to the input)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --output directory (without "
+                        "it, one that holds files is refused)")
     p.add_argument("--labels", metavar="FILE",
                    help="a task checkpoint's class (or tag) names, one per "
                         "line in id order, where its config.json's id2label "
@@ -222,11 +225,20 @@ def _add_training_commands(sub, parser):
                    help="a `bert-tf finetune` model_dir (or its best/), "
                         "`bert-tf convert`'s run of an HF task checkpoint, "
                         "or hf://ORG/NAME of one")
+    p.add_argument("--data", metavar="FILE",
+                   help="a local file of the run's kind to score (as its "
+                        "`local` data: e.g. TSV with text and label "
+                        "columns; --set text=COLUMN names others)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="the data, as keys of the run's task.yaml "
-                        "(repeatable): e.g. name=sample:rt_sentiment, or "
-                        "name=local train_file=T validation_file=V "
-                        "test_file=F; default: the run's own data")
+                   help="the data, as keys of the run's task.yaml, one "
+                        "--set per key: e.g. --set name=sample:rt_sentiment"
+                        ", or --set name=local --set test_file=F; default: "
+                        "the run's own data")
+    p.add_argument("--label-map", metavar="DATA=RUN,...",
+                   help="score data whose labels are not the run's: each "
+                        "data label and the run label it counts as (labels "
+                        "are matched by name; different sets are refused "
+                        "without it)")
     p.add_argument("--split", default="test",
                    choices=("train", "validation", "test"))
     p.add_argument("--batch-size", type=int, default=32,

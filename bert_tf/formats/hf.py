@@ -298,3 +298,53 @@ def read_hf(path):
         weights[canonical] = value.T if transpose else value
     check_sizes(config, weights, str(directory))
     return config, weights, ignored
+
+
+def check_tokenizer_json(vocab, vocab_path, directory, lower_case=None):
+    """Raises a ValueError naming both files unless `vocab` (read from
+    `vocab_path`) is the vocab of `directory/tokenizer.json`, HF's fast
+    tokenizer, when there is one: every token at the same id, as many
+    tokens, and (given `lower_case`) the same case. A shuffled, cut or
+    foreign vocab.txt beside a checkpoint is refused, not served.
+
+    Examples:
+        >>> import tempfile
+        >>> from bert_tf.text.vocab import Vocab
+        >>> folder = GPath(tempfile.mkdtemp())
+        >>> _ = (folder / "tokenizer.json").write_text(json.dumps(
+        ...     {"model": {"type": "WordPiece", "vocab": {"a": 0, "b": 1}}}))
+        >>> check_tokenizer_json(Vocab(("b", "a")), "vocab.txt", folder)
+        Traceback (most recent call last):
+        ...
+        ValueError: vocab.txt disagrees with ...tokenizer.json: 'b' is id 0 in vocab.txt and 1 in tokenizer.json: the vocab is not this checkpoint's (shuffled, cut or another model's).
+    """
+    path = GPath(directory) / "tokenizer.json"
+    if not path.is_file():
+        return
+    try:
+        data = json.loads(path.read_text())
+        model = data.get("model") or {}
+        ids = model.get("vocab") if model.get("type") == "WordPiece" else None
+    except (json.JSONDecodeError, AttributeError):
+        raise ValueError(f"{path} is not a readable tokenizer.json.") \
+            from None
+    if not isinstance(ids, dict):
+        return  # not a WordPiece tokenizer: nothing to hold it to
+    where = f"{vocab_path} disagrees with {path}"
+    for index, token in enumerate(vocab.tokens):
+        if ids.get(token) != index:
+            raise ValueError(
+                f"{where}: {token!r} is id {index} in {GPath(vocab_path).name}"
+                f" and {ids.get(token, 'absent')} in tokenizer.json: the vocab"
+                " is not this checkpoint's (shuffled, cut or another "
+                "model's).")
+    if len(ids) != vocab.size:
+        raise ValueError(f"{where}: {vocab.size:,} tokens against "
+                         f"{len(ids):,}: the vocab is cut.")
+    normalizer = data.get("normalizer") or {}
+    lowercase = normalizer.get("lowercase")
+    if lower_case is not None and lowercase is not None and \
+            bool(lowercase) != bool(lower_case):
+        does = "lower-cases" if lowercase else "keeps the case"
+        raise ValueError(f"{where}: its normalizer {does}, the vocab is "
+                         f"{'uncased' if lower_case else 'cased'}.")

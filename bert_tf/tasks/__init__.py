@@ -77,7 +77,7 @@ def load_finetuned(directory, dtype=None):
 
 
 def evaluate_run(directory, overrides=(), split="test", batch_size=32,
-                 log=print):
+                 log=print, data_file=None, label_map=None):
     """{metric: value} of a run (or a fine-tuned HF checkpoint:
     `load_finetuned`) on `split` of its data, through the same
     post-processing as its serving signature.
@@ -90,16 +90,39 @@ def evaluate_run(directory, overrides=(), split="test", batch_size=32,
         split: `train`, `validation` or `test`.
         batch_size: examples per batch.
         log: where the line naming the data goes.
+        data_file: a local file of the run's kind to score instead (its
+            format as the kind's `local` data; `split` is then `test`).
+        label_map: {data label: run label}, to score data whose labels
+            are not the run's (`bert_tf.tasks.labels.data_to_run`).
     """
     from bert_tf import config as config_lib
     from bert_tf.config_io import apply_overrides
+    from bert_tf.tasks import labels as labels_lib
 
     task, model, vocab, _ = load_finetuned(directory)
+    if data_file is not None:
+        overrides = ["name=local", f"train_file={data_file}",
+                     f"test_file={data_file}", *overrides]
+        split = "test"
     fields = apply_overrides(config_lib.to_dict(task.spec), overrides)
     spec = config_lib.from_dict(type(task.spec), fields, "task")
-    spec.validate("task")
-    task = type(task)(spec)
-    data = task.load_data(spec)
+    try:
+        spec.validate("task")
+        task = type(task)(spec)
+        data = task.load_data(spec)
+    except (ValueError, FileNotFoundError) as error:
+        if overrides:
+            raise
+        raise ValueError(
+            f"{directory} names no data it can read ({spec.name}: "
+            f"{error}); a converted run has none of its own: evaluate it "
+            "with --data FILE (a file of its kind) or --set name=...") \
+            from None
+    run_labels = getattr(spec, "labels", None)
+    if run_labels and getattr(data, "labels", None):
+        order = labels_lib.data_to_run(data.labels, run_labels, spec.name,
+                                       label_map)
+        data = data.relabeled(run_labels, order)
     if split not in data.splits:
         raise ValueError(f"{spec.name} has no {split} split; it has "
                          f"{', '.join(sorted(data.splits))} (--split).")

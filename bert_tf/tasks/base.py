@@ -409,6 +409,11 @@ def find_spec_file(directory):
             "TFLite conversion read the run (`bert-tf finetune`'s model_dir"
             "); an export itself answers with `bert-tf predict --model "
             f"{directory}`.")
+    if (directory / "config.json").is_file():
+        raise FileNotFoundError(
+            f"{directory} is an HF checkpoint, not a run: convert it first "
+            f"(`bert-tf convert --input {directory} --output RUN`), then "
+            "use RUN.")
     raise FileNotFoundError(
         f"{directory} holds no {SPEC_FILE}: pass a `bert-tf finetune` "
         "model_dir (or its best/ directory).")

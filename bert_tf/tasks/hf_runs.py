@@ -24,7 +24,8 @@ from bert_tf import checkpoints, sources
 from bert_tf import config as config_lib
 from bert_tf.formats.canonical import assign_weights
 from bert_tf.formats.files import find_vocab
-from bert_tf.formats.hf import read_hf, read_hf_files
+from bert_tf.formats.hf import (check_tokenizer_json, read_hf,
+                                read_hf_files)
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
 from bert_tf.tasks.base import (Task, available_kinds, get_config_class,
@@ -113,6 +114,8 @@ def from_hf(spec, log=print, dtype=None, vocab_path=None, labels=None):
     config, weights, _ = read_hf(directory)
     vocab_path = GPath(vocab_path) if vocab_path else find_vocab(directory)
     vocab = read_vocab(vocab_path)
+    lower_case = lower_case_of(directory, vocab, vocab_path)
+    check_tokenizer_json(vocab, vocab_path, directory, lower_case)
     if vocab.size < config.vocab_size:
         log(f"{vocab_path} has {vocab.size:,} tokens and the embedding "
             f"{config.vocab_size:,} rows: the rows past the vocab, which no "
@@ -127,7 +130,7 @@ def from_hf(spec, log=print, dtype=None, vocab_path=None, labels=None):
                                config.max_position_embeddings)
     task_spec = config_lib.from_dict(get_config_class(cls.kind), {
         **fields, "kind": cls.kind, "name": str(spec),
-        "lower_case": lower_case_of(directory, vocab, vocab_path),
+        "lower_case": lower_case,
         "dropout": float(hf_config.get("classifier_dropout") or 0.1),
         "encoder": dataclasses.asdict(config)}, "spec")
     task = cls(task_spec)

@@ -23,6 +23,7 @@ import bert_tf.tasks.classification.hf_head as hf_head
 from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
                                 read_spec, register, restore_finetuned,
                                 run_spec, same_batch, string_batch)
+from bert_tf.tasks.labels import honoured
 from bert_tf.tasks.classification.config import ClassificationConfig
 from bert_tf.tasks.classification.data import (classification_dataset,
                                                load_classification)
@@ -114,7 +115,7 @@ class Classification(Task):
             raise ValueError(f"task.long_document takes single texts; "
                              f"{data.name} has text pairs.")
         return run_spec(cfg, spec, data, encoder_config, vocab,
-                        labels=list(data.labels),
+                        labels=honoured(spec.labels, data.labels, data.name),
                         regression=data.is_regression, pair=data.pair,
                         metrics=list(data.metrics))
 

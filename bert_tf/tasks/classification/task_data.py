@@ -53,6 +53,21 @@ class ClassificationData:
     def split(self, name):
         return split_of(self, name)
 
+    def relabeled(self, labels, order):
+        """This data with `labels` as its class names (a run's), each
+        example's class id `i` becoming `order[i]` (`bert_tf.tasks.labels.
+        data_to_run`); unlabeled (-1) stays so."""
+        table = tf.constant(list(order) + [-1], tf.int64)
+
+        def relabel(example):
+            label = tf.cast(example["label"], tf.int64)
+            return {**example, "label": tf.gather(table, tf.where(
+                label < 0, tf.constant(len(order), tf.int64), label))}
+
+        return dataclasses.replace(
+            self, labels=tuple(labels),
+            splits={k: v.map(relabel) for k, v in self.splits.items()})
+
     def size(self, name):
         """Examples in split `name` (counted once when not known)."""
         if self.sizes.get(name) is None:

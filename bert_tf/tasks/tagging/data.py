@@ -35,6 +35,15 @@ class TaggingData:
     def size(self, name):
         return len(self.split(name))
 
+    def relabeled(self, labels, order):
+        """This data with `labels` as its tags (a run's), each tag `t` of
+        id `i` written as `labels[order[i]]` (`bert_tf.tasks.labels.
+        data_to_run`): a mapping renames, names alike stay."""
+        rename = {tag: labels[order[i]] for i, tag in enumerate(self.labels)}
+        return dataclasses.replace(self, labels=tuple(labels), splits={
+            name: [(words, [rename[t] for t in tags]) for words, tags in
+                   self.split(name)] for name in self.splits})
+
     @property
     def types(self):
         return tuple(sorted({t[2:] for t in self.labels if t != "O"}))

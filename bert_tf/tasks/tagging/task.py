@@ -29,6 +29,7 @@ from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 served_text_batches, string_batch)
 from bert_tf.tasks.batching import window_batches
+from bert_tf.tasks.labels import honoured
 from bert_tf.tasks.tagging.config import TaggingConfig
 from bert_tf.tasks.tagging.data import load_tagging
 from bert_tf.tasks.tagging.decoding import (OUTPUTS, decode_entities,
@@ -72,7 +73,7 @@ class Tagging(Task):
     @classmethod
     def make_spec(cls, cfg, spec, data, encoder_config, vocab):
         return run_spec(cfg, spec, data, encoder_config, vocab,
-                        labels=list(data.labels))
+                        labels=honoured(spec.labels, data.labels, data.name))
 
     def describe(self, data):
         train = data.split("train")
