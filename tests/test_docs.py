@@ -60,3 +60,34 @@ def test_models_page_and_help_list_every_preset(capsys):
         assert name in help_text, name
     for name in presets.with_weights():
         assert presets.weights_source(name) in page, name
+
+
+@pytest.mark.slow
+def test_converted_model_commands_run_as_typed(tmp_path, monkeypatch,
+                                               capsys):
+    """The Models page's lines for a converted HF task model, as typed,
+    with DIR a tiny fixture and the files they name written here."""
+    import re
+    import shlex
+
+    from bert_tf import cli
+
+    text = (ROOT / "docs" / "models.md").read_text()
+    body = text.split("## Fine-tuned checkpoints", 1)[1]
+    block = re.search(r"```\n(.*?)```", body, re.S).group(1)
+    lines = [line.split("  #", 1)[0].strip() for line in block.splitlines()
+             if line.strip()]
+    assert [line.split()[1] for line in lines] == [
+        "convert", "export", "predict", "evaluate", "export"]
+    monkeypatch.chdir(tmp_path)
+    fixture = ROOT / "tests" / "fixtures" / "hf_tasks" / "bert_classifier"
+    (tmp_path / "test.tsv").write_text(
+        "text\tlabel\nthe film was good\tpositive\nawful and long\tnegative\n"
+        "a film\tneutral\n")
+    (tmp_path / "texts.txt").write_text("the film was good\nawful\n" * 8)
+    for line in lines:
+        argv = shlex.split(line.replace("DIR", str(fixture)))[1:]
+        assert cli.main(argv) == 0, (line, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    assert "accuracy" in out
+    assert (tmp_path / "export" / "sentiment" / "2" / "saved_model.pb").exists()
