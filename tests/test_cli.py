@@ -191,3 +191,17 @@ def test_predict_help_differs_by_kind(toy_run, tmp_path, capsys):
         in text
     assert 'Example: bert-tf predict --model' in text
     assert '"An utterly charming film." "Dull."' in text
+
+
+def test_the_route_table_declares_what_each_writer_takes():
+    """`bert_tf.serving.RUN_WRITERS` (read without TensorFlow, for fast
+    usage errors) names exactly each writer's own options."""
+    from bert_tf import serving
+    from bert_tf.serving.export import export_model
+    from bert_tf.serving.hub import export_hub
+    from bert_tf.serving.tflite import export_tflite
+
+    for format, writer in (("savedmodel", export_model), ("hub", export_hub),
+                           ("tflite", export_tflite)):
+        assert serving.RUN_WRITERS[format][1] == serving._options(writer), \
+            format

@@ -65,6 +65,10 @@ for name, entries in spec["inputs"].items():
     if name in spec.get("cols", {}):
         array = array.reshape(-1, spec["cols"][name])
     request[name] = tf.constant(array)
+# A server is warm when requests come: one small request first, so the
+# time below is the request's own, not the signature's first call.
+serve(**{name: tf.constant([[b"a"]] if name in spec.get("cols", {}) else
+                           [b"a"]) for name in request})
 Path("/proc/self/clear_refs").write_text("5")
 before, start = peak(), time.perf_counter()
 try:

@@ -182,12 +182,12 @@ def _evaluate(args):
 
 
 def _export(args):
-    from bert_tf.serving import write_export
+    from bert_tf.serving import RUN_WRITERS, write_export
 
-    options = ("fixed_length", "precision", "quantize", "calibration",
-               "calibration_texts", "max_input_chars", "max_batch_chars",
-               "max_batch_rows", "server_config",
-               "seq_length", *getattr(args, "kind_options", ()))
+    # Every format's options (the route table), and the kind's own.
+    options = (*sorted(set().union(*(takes for _, takes in
+                                     RUN_WRITERS.values()))),
+               *getattr(args, "kind_options", ()))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FutureWarning)
         format, kind = old_kind_spelling(args.format, args.kind)
@@ -208,7 +208,7 @@ def _export(args):
               file=sys.stderr)
     write_export(format, kind, args.run or args.checkpoint, args.out,
                  overwrite=args.overwrite,
-                 **{name: getattr(args, name) for name in options})
+                 **{name: getattr(args, name, None) for name in options})
 
 
 def _predict(args):

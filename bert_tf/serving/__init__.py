@@ -2,16 +2,14 @@
 (`hub.py`) and TFLite (`tflite.py`). `bert-tf export` chooses one by
 format and, for a fine-tuning run, the run's own kind; `kind` names an
 export-only kind of a pre-trained checkpoint (`embeddings`, `fill_mask`).
-Which kinds and options each format takes is read from the kind registry
-and the writers' own arguments, not kept in a table.
+Each format's writer and the options it takes are a table here
+(`RUN_WRITERS`), which imports no TensorFlow, so that a usage error is
+refused in a fraction of a second; an export-only kind adds its own
+options (its `build_export` or `build_tflite`).
 """
 
-import ast
-import importlib
-import importlib.util
 import inspect
 import warnings
-from pathlib import Path
 
 FORMATS = ("savedmodel", "hub", "tflite")
 # Arguments every writer takes that are not export options.
@@ -38,40 +36,47 @@ def export_only_kinds(format):
     return kinds
 
 
-# The writer of a fine-tuning run's export in each format: (module of
-# bert_tf.serving, function).
-_RUN_WRITERS = {"savedmodel": ("export", "export_model"),
-                "hub": ("hub", "export_hub"),
-                "tflite": ("tflite", "export_tflite")}
+def _export_model(*args, **kwargs):
+    from bert_tf.serving.export import export_model
+    return export_model(*args, **kwargs)
+
+
+def _export_hub(*args, **kwargs):
+    from bert_tf.serving.hub import export_hub
+    return export_hub(*args, **kwargs)
+
+
+def _export_tflite(*args, **kwargs):
+    from bert_tf.serving.tflite import export_tflite
+    return export_tflite(*args, **kwargs)
+
+
+def _export_kind(*args, **kwargs):
+    from bert_tf.serving.export import export
+    return export(*args, **kwargs)
+
+
+# What each writer takes beyond checkpoint, out, log and overwrite: kept
+# here, beside the writers it calls, so that a usage error is refused
+# before TensorFlow is imported (tests/test_cli.py holds each equal to the
+# writer's own arguments).
+SAVEDMODEL_OPTIONS = frozenset({
+    "fixed_length", "precision", "calibration", "calibration_texts",
+    "max_input_chars", "max_batch_chars", "max_batch_rows",
+    "server_config"})
+HUB_OPTIONS = frozenset({
+    "seq_length", "lower_case", "precision", "calibration_texts",
+    "max_input_chars", "max_batch_chars", "max_batch_rows"})
+TFLITE_OPTIONS = frozenset({"quantize"})
+# A fine-tuning run's writer in each format, and the options it takes.
+RUN_WRITERS = {"savedmodel": (_export_model, SAVEDMODEL_OPTIONS),
+               "hub": (_export_hub, HUB_OPTIONS),
+               "tflite": (_export_tflite, TFLITE_OPTIONS)}
 
 
 def _options(function):
     return {name for name in inspect.signature(function).parameters
             if name not in _NOT_OPTIONS}
-
-
-def _declared_options(module, function):
-    """`_options` of `bert_tf.serving.<module>.<function>`, read from its
-    source, so that a usage error is refused before TensorFlow is
-    imported (seconds)."""
-    source = importlib.util.find_spec(f"bert_tf.serving.{module}").origin
-    for node in ast.parse(Path(source).read_text()).body:
-        if isinstance(node, ast.FunctionDef) and node.name == function:
-            arguments = node.args.args + node.args.kwonlyargs
-            return {a.arg for a in arguments} - _NOT_OPTIONS
-    raise LookupError(f"bert_tf.serving.{module} has no {function}")
-
-
-def _run_writer(format):
-    """(writer, (), options) of a run's export in `format`; its module is
-    imported when it writes."""
-    module, function = _RUN_WRITERS[format]
-
-    def write(*args, **kwargs):
-        return getattr(importlib.import_module(f"bert_tf.serving.{module}"),
-                       function)(*args, **kwargs)
-
-    return write, (), _declared_options(module, function)
 
 
 def route(format, kind=None):
@@ -82,25 +87,24 @@ def route(format, kind=None):
         raise ValueError(f"--format {format}: use one of "
                          f"{', '.join(FORMATS)}.")
     if kind is None:
-        return _run_writer(format)
+        writer, takes = RUN_WRITERS[format]
+        return writer, (), set(takes)
     from bert_tf import tasks
-
     if kind not in export_only_kinds(format):
         kinds = export_only_kinds(format)
         raise ValueError(
             f"--format {format} exports a fine-tuning run (no --kind)"
             f"{''.join(f' or --kind {k}' for k in kinds)}, not --kind "
             f"{kind}.")
-    module = importlib.import_module(
-        f"bert_tf.serving.{'export' if format == 'savedmodel' else format}")
     if format == "tflite":
-        return (lambda *a, **k: module.export_tflite(*a, kind=kind, **k),
-                (), {"quantize"} | _options(
+        return (lambda *a, **k: _export_tflite(*a, kind=kind, **k), (),
+                set(TFLITE_OPTIONS) | _options(
                     tasks.get_kind(kind).build_tflite))
-    # An export-only kind has no training examples to calibrate on.
-    takes = (_options(module.export) - {"calibration"}) | _options(
+    # An export-only kind has no training examples to calibrate on; its
+    # writer takes the run's options and its kind's own.
+    takes = (set(SAVEDMODEL_OPTIONS) - {"calibration"}) | _options(
         tasks.get_kind(kind).build_export)
-    return module.export, (kind,), takes
+    return _export_kind, (kind,), takes
 
 
 def old_kind_spelling(format, kind):
