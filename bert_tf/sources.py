@@ -14,7 +14,7 @@ kinds, `from_preset`).
 import difflib
 from pathlib import Path
 
-from bert_tf import hf_hub as hub, presets, samples
+from bert_tf import hf_hub, presets, samples
 
 KAGGLE = "kaggle://"
 
@@ -30,8 +30,8 @@ def resolve(value, log=print):
     value = str(value)
     if value.startswith("sample:"):
         return samples.resolve(value)
-    if hub.is_hub_name(value):
-        return f"hf:{hub.download(value, log)}"
+    if hf_hub.is_hub_name(value):
+        return f"hf:{hf_hub.download(value, log)}"
     if value.startswith(KAGGLE):
         raise ValueError(
             f"{value}: kaggle:// is not supported (Kaggle hosts BERT in the "
@@ -74,5 +74,5 @@ def resolve_vocab(value, log=print):
 def is_name(value):
     """Whether `value` names a checkpoint (rather than being a path)."""
     value = str(value)
-    return value.startswith(("sample:", hub.SCHEME, KAGGLE)) or \
+    return value.startswith(("sample:", hf_hub.SCHEME, KAGGLE)) or \
         bool(presets.weights_source(value))

@@ -91,3 +91,25 @@ def test_converted_model_commands_run_as_typed(tmp_path, monkeypatch,
     out = capsys.readouterr().out
     assert "accuracy" in out
     assert (tmp_path / "export" / "sentiment" / "2" / "saved_model.pb").exists()
+
+
+def test_every_path_the_docs_and_code_name_exists():
+    """Each repository path that the README, docs, configs, code, scripts
+    and benchmarks name (`docs/...md`, `bert_tf/...py`, `configs/...yaml`,
+    ...) exists; `export/` and `tfrecords/` paths are outputs, not files
+    of the repository."""
+    pattern = re.compile(
+        r"(?<![\w/.-])((?:docs|configs|bert_tf|tests|benchmarks|scripts|"
+        r"examples)/[\w./-]*\w\.(?:md|yaml|py|ipynb|c|h|json|txt|cfg))"
+        r"(?![\w])")
+    sources = [ROOT / "README.md", ROOT / "Makefile", ROOT / "setup.cfg",
+               *ROOT.glob("docs/**/*.md"), *ROOT.glob("configs/**/*.yaml"),
+               *ROOT.glob("bert_tf/**/*.py"), *ROOT.glob("benchmarks/*.py"),
+               *ROOT.glob("scripts/*.py"), *ROOT.glob("examples/**/*.py"),
+               *ROOT.glob("export/*.md"), *ROOT.glob("tfrecords/*.md")]
+    missing = sorted({(path, str(source.relative_to(ROOT)))
+                      for source in sources
+                      for path in pattern.findall(source.read_text(
+                          errors="replace"))
+                      if not (ROOT / path).exists()})
+    assert not missing, missing

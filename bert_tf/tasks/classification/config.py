@@ -38,7 +38,7 @@ class ClassificationConfig(TaskConfig):
         doc_stride: pieces between window starts (0: windows that do not
             overlap, `seq_length - 2`).
         window_pooling: `mean`, `max` or `attention` (a learned weight per
-            window); docs/long-documents.md compares them.
+            window); docs/guides/long-documents.md compares them.
         pair, metrics: written by the run from the data.
     """
 
