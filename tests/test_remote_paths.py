@@ -63,7 +63,7 @@ SCRIPT = textwrap.dedent("""
         ["pretrain", "--config", str(root / "pretrain.yaml")],
         ["finetune", "--config", str(root / "finetune.yaml")],
         ["export", "--run", str(root / "finetune"), "--out",
-         str(root / "export" / "sentiment" / "1")],
+         str(root / "export" / "sentiment" / "1"), "--server-config"],
     ]
     for argv in steps:
         code = cli.main(argv)

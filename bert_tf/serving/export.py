@@ -180,6 +180,7 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
         As `export_model`.
     """
     out = _check_out(out, overwrite, log)
+    models_root(out, server_config)  # a wrong --server-config: before work
     limits_lib.check_given(max_input_chars, max_batch_chars,
                            max_batch_rows)
     precision = precision_lib.resolve(precision, log)
@@ -307,6 +308,7 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
                          "(bert_tf.text.vocab.read_vocab(PATH)).")
     kind = kind or tasks.kind_of_model(model)
     out = _check_out(out, overwrite, log)
+    models_root(out, server_config)  # a wrong --server-config: before work
     limits_lib.check_given(max_input_chars, max_batch_chars,
                            max_batch_rows)
     fields.setdefault("name", "python")
