@@ -19,12 +19,12 @@ from bert_tf import config as config_lib
 from bert_tf import tasks
 from bert_tf.layers.int8 import served_parameter_count
 from bert_tf.models.chunked import TOKENS_PER_STEP
-from bert_tf.serving import limits as limits_lib
+import bert_tf.serving.limits as limits_lib
 from bert_tf import precision as precision_lib
-from bert_tf.serving import quantize as quantize_lib
+import bert_tf.serving.quantize as quantize_lib
 from bert_tf.safe_io import (check_writable, guarded_write,
                              recover_directory, replace_directory)
-from bert_tf.serving import warmup
+import bert_tf.serving.warmup as warmup
 from bert_tf.serving.server_config import (models_root,
                                            update_models_config,
                                            write_batching_parameters)

@@ -36,8 +36,8 @@ from bert_tf.layers.int8 import served_parameter_count
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.safe_io import check_writable, guarded_write, replace_directory
 from bert_tf import precision as precision_lib
-from bert_tf.serving import limits as limits_lib
-from bert_tf.serving import quantize as quantize_lib
+import bert_tf.serving.limits as limits_lib
+import bert_tf.serving.quantize as quantize_lib
 from bert_tf.serving.export import audit_ops
 from bert_tf.tasks.base import check_lengths
 from bert_tf.storage import GPath

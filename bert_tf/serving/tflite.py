@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from bert_tf import _moved, tasks
 from bert_tf.safe_io import check_writable, guarded_write
-from bert_tf.serving import limits as limits_lib
+import bert_tf.serving.limits as limits_lib
 from bert_tf.serving.runtime import native_logs_quiet
 from bert_tf.storage import GPath
 
