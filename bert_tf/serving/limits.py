@@ -20,9 +20,12 @@ MAX_INPUT_CHARS = 1_000_000
 BATCH_TEXTS_AT_LIMIT = 4
 MAX_BATCH_CHARS = BATCH_TEXTS_AT_LIMIT * MAX_INPUT_CHARS
 # Texts (strings of each input: a multiple-choice row's choices count
-# one each) in one request, by default. Empty texts count no characters,
-# yet each is a row of the encoder's work.
+# one each) in one request, at most by default. Empty texts count no
+# characters, yet each is a row of the encoder's work, of up to
+# `seq_length` tokens: the default is what costs `WORST_REQUEST_SECONDS`
+# at full rows (`default_max_batch_rows`), within these bounds.
 MAX_BATCH_ROWS = 1_024
+_LEAST_ROWS = 8
 # UTF-8 spends at most 4 bytes on a character: a text within its
 # character limit is always within 4 times as many bytes, and bytes that
 # are no characters (stray continuation bytes, which the tokenizer
@@ -44,6 +47,10 @@ _MINILM_L6 = {"num_layers": 6, "hidden_size": 384, "intermediate_size": 1536}
 _MINILM_SECONDS_PER_CHAR = 5.5e-5
 # The default never drops below a long article.
 _LEAST_DEFAULT = 10_000
+# Measured (the demo's MiniLM-L6 sentiment and multiple-choice exports,
+# fp32, 900 full rows of 64 tokens, 2-core Intel Xeon with AMX, TF 2.20,
+# 2026-11-28): 6.2 and 6.5 s for 57,600 tokens.
+_MINILM_SECONDS_PER_TOKEN = 1.1e-4
 
 
 def _token_flops(encoder):
@@ -96,8 +103,38 @@ def resolve(kind, spec, encoder, max_input_chars=None, max_batch_chars=None,
                 "CPU cores (--max-input-chars sets it)")
     if max_batch_chars is None:
         max_batch_chars = BATCH_TEXTS_AT_LIMIT * max_input_chars
-    return export_fields(max_input_chars, max_batch_chars,
-                         max_batch_rows or MAX_BATCH_ROWS, whole_text)
+    if max_batch_rows is None:
+        # A spec is a kind's typed config, or an export-only kind's dict.
+        seq_length = (spec.get("seq_length") if isinstance(spec, dict) else
+                      getattr(spec, "seq_length", None)) or 128
+        max_batch_rows = default_max_batch_rows(dataclasses.asdict(encoder),
+                                                seq_length)
+    return export_fields(max_input_chars, max_batch_chars, max_batch_rows,
+                         whole_text)
+
+
+def default_max_batch_rows(encoder, seq_length):
+    """The default `--max-batch-rows` of an export of `encoder` (its config
+    as a dict) whose rows hold up to `seq_length` tokens: the rows that
+    cost `WORST_REQUEST_SECONDS` when full (rounded to two figures, at
+    least 8 and at most `MAX_BATCH_ROWS`).
+
+    Examples:
+        >>> default_max_batch_rows(_MINILM_L6, 64), default_max_batch_rows(
+        ...     _MINILM_L6, 384)
+        (710, 110)
+        >>> default_max_batch_rows({"num_layers": 12, "hidden_size": 768,
+        ...                         "intermediate_size": 3072}, 128)
+        44
+        >>> default_max_batch_rows({"num_layers": 2, "hidden_size": 32,
+        ...                         "intermediate_size": 64}, 128)
+        1024
+    """
+    seconds_per_row = _MINILM_SECONDS_PER_TOKEN * seq_length * \
+        _token_flops(encoder) / _token_flops(_MINILM_L6)
+    rows = int(WORST_REQUEST_SECONDS / seconds_per_row)
+    figures = 10 ** max(len(str(rows)) - 2, 0)
+    return min(MAX_BATCH_ROWS, max(_LEAST_ROWS, rows // figures * figures))
 
 
 def export_fields(max_input_chars, max_batch_chars,
@@ -176,7 +213,10 @@ def add_limit_arguments(parser):
         "--max-batch-rows", type=int, default=None, metavar="N",
         help="savedmodel and hub: the most texts one request may hold, "
         "empty ones included, in each input (a multiple-choice request's "
-        f"choices count one each; default {MAX_BATCH_ROWS:,}).")
+        "choices count one each). Default: what costs about "
+        f"{WORST_REQUEST_SECONDS} s on 2 CPU cores when every text fills "
+        "seq_length (MiniLM-L6 at 128 tokens: 350; BERT-Base: 44), at most "
+        f"{MAX_BATCH_ROWS:,}.")
 
 
 def text_checks(value, name, max_input_chars, max_batch_chars,

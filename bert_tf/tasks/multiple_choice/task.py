@@ -234,11 +234,17 @@ class MultipleChoiceModule(TaskModule):
             with tf.control_dependencies([check]):
                 inputs = choice_features(preprocessor, context, choices,
                                          fixed_length)
+            # Each context-choice pair a row of its own [B * C, 1, L]: the
+            # encoder's steps then bound memory however many choices a
+            # question has (the choices of a row never see each other).
+            pairs = {name: tf.reshape(value, [-1, 1, tf.shape(value)[-1]])
+                     for name, value in inputs.items()}
             logits = map_in_chunks(
                 lambda chunk: {"logits": model(chunk, training=False)},
-                inputs, ("logits",),
+                pairs, ("logits",),
                 row_classes=row_classes_of(model))["logits"]
-            return choose(logits, choices, count)
+            return choose(tf.reshape(logits, tf.shape(choices)), choices,
+                          count)
 
         context_spec = tf.TensorSpec([None], tf.string, name="context")
         choices_spec = tf.TensorSpec([None, None], tf.string, name="choices")
