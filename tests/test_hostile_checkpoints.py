@@ -158,3 +158,20 @@ def test_a_legitimate_view_of_a_shared_storage_is_read():
         check_view("t", 12, 3, (2, 5), (5, 1))
     with pytest.raises(ValueError, match="not whole numbers"):
         check_view("t", 12, 0, (2, "5"), (5, 1))
+
+
+def test_weights_the_config_does_not_describe_are_refused_before_a_build(
+        tmp_path):
+    """The tensors that carry each size fit, but the file holds a layer
+    the config does not count: its parameter count is refused."""
+    from bert_tf import checkpoints
+    from crafted_checkpoints import hf_shapes, write_torch_bin
+
+    directory = write_hf_bert(tmp_path / "hf")  # one layer, as CONFIG
+    write_torch_bin(directory / "pytorch_model.bin", {
+        name: np.zeros(shape, "float32") for name, shape in
+        hf_shapes({**CONFIG, "num_hidden_layers": 2}).items()})
+    with pytest.raises(ValueError, match=r"holds [\d,]+ parameters in its "
+                                         r"embeddings and layers, where "
+                                         r"config.json implies 3,824"):
+        checkpoints.read_hf(directory)

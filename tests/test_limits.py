@@ -86,3 +86,33 @@ def test_serving_check_sends_the_deadline_it_was_given(tmp_path):
     assert [d.timeout_in_ms for d in decoded] == timeouts
     assert all(d.ListFields()[0][0].name == "timeout_in_ms" and
                len(d.ListFields()) == 1 for d in decoded)
+
+
+def test_each_rule_holds_at_its_limit_and_refuses_one_past_it():
+    """`text_checks` at the limits themselves: 4 bytes per character (a
+    text of continuation bytes counts 0 characters), the characters of a
+    text and of a request, the rows, and padded characters."""
+    import tensorflow as tf
+
+    def refusal(texts, **more):
+        limits_kw = dict(max_input_chars=10, max_batch_chars=30,
+                         max_batch_rows=4, **more)
+        try:
+            with tf.control_dependencies(limits.text_checks(
+                    tf.constant(texts), "text", **limits_kw)):
+                tf.constant(0)
+            return None
+        except tf.errors.InvalidArgumentError as error:
+            return limits.refusal_line(error.message)
+
+    assert refusal([b"\x80" * 40]) is None
+    assert "a text of 41 bytes" in refusal([b"\x80" * 41])
+    assert refusal(["x" * 10]) is None
+    assert "a text of 11 characters" in refusal(["x" * 11])
+    assert refusal(["x" * 10] * 3) is None
+    assert "31 characters in one request" in refusal(["x" * 10] * 3 + ["y"])
+    assert refusal([""] * 4) is None
+    assert "5 texts in one request" in refusal([""] * 5)
+    assert refusal(["x" * 10, "", ""], pads_to_longest=True) is None
+    assert "pads 40 characters" in refusal(["x" * 10, "", "", ""],
+                                          pads_to_longest=True)
