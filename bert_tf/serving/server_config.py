@@ -25,10 +25,10 @@ def models_root(out, server_config=None):
     a `models.config` that an export wrote.
 
     Examples:
-        >>> models_root(GPath("/tmp/nowhere/m/1")) is None
+        >>> models_root(GPath("nowhere/m/1")) is None
         True
-        >>> str(models_root(GPath("/tmp/nowhere/m/1"), True))
-        '/tmp/nowhere'
+        >>> str(models_root(GPath("nowhere/m/1"), True))
+        'nowhere'
     """
     root = GPath(out).parent.parent
     if server_config is None or server_config is False:
