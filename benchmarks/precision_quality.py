@@ -41,7 +41,8 @@ def evaluate(run, precision):
     task, model, vocab, _ = tasks.load_finetuned(run, dtype=dtype)
     # As `bert-tf export --precision int8` does: calibrated on 256 of the
     # run's training examples.
-    quantize_lib.quantize(model, precision, task.spec, vocab,
+    quantize_lib.quantize(model, precision_lib.Precision.parse(precision),
+                          task.spec, vocab,
                            precision_lib.CALIBRATION_EXAMPLES,
                            log=lambda *a: None)
     data = task.load_data(task.spec)

@@ -1,5 +1,5 @@
 """XLA for the served encoder, measured: the real MiniLM-L6 encoder in its
-served form (`BertEncoder.serving_form`, weights as variables, as exports
+served form (`bert_tf.models.served.ServedEncoder`, weights as variables, as exports
 run it) as a plain TF graph and as an XLA-compiled function (`jit_compile=True`),
 at batch 1 and batch 32 over the request lengths the exports' buckets
 round to, timed in interleaved rounds in one process. XLA compiles once
@@ -37,10 +37,9 @@ def main():
     tf.config.threading.set_inter_op_parallelism_threads(2)
 
     from bert_tf.models.encoder import BertEncoder
+    from bert_tf.models.served import ServedEncoder
 
-    encoder = BertEncoder.from_preset("sample:minilm")
-    encoder.serving_form()
-    encoder.branch_by_rows()  # as fp32 exports run it
+    encoder = ServedEncoder(BertEncoder.from_preset("sample:minilm"))
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in
             ("input_word_ids", "input_mask", "input_type_ids")}
 
@@ -57,7 +56,7 @@ def main():
         return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
                 "input_type_ids": np.zeros_like(ids)}
 
-    print(f"MiniLM-L6 encoder (real weights, inlined), 2 threads; "
+    print(f"MiniLM-L6 encoder (real weights, served form), 2 threads; "
           f"{platform.processor() or platform.machine()}, TF "
           f"{tf.__version__}; {time.strftime('%Y-%m-%d')}")
     print(f"{'batch x length':<16} {'graph p50 ms':>13} {'XLA p50 ms':>11}"

@@ -12,6 +12,7 @@ never picks it; an int8 export on a CPU without VNNI or AMX-INT8 says it
 is emulated. What an export does for int8 is `bert_tf/serving/quantize.py`.
 """
 
+import dataclasses
 import warnings
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -123,51 +124,114 @@ def resolve_precision(cfg, log=print, hidden_size=None):
         cfg.mixed_precision, log, hidden_size=hidden_size))
 
 
-def warn_if_emulated(precision, where, cpuinfo="/proc/cpuinfo"):
-    """Warns when bf16 or int8 work is set up on a CPU that emulates it."""
-    if precision == "int8" and not cpu_int8_flags(cpuinfo):
-        warnings.warn(
-            f"{where}: int8 matmuls need AVX512_VNNI, AVX_VNNI or AMX-INT8, "
-            "which this CPU lacks: oneDNN emulates them here, slower than "
-            "int8 should be. Serve an fp32 export on this machine.",
-            RuntimeWarning, stacklevel=3)
-    if precision == "bf16" and not cpu_bf16_flags(cpuinfo):
-        warnings.warn(
-            f"{where} was exported with --precision bf16, but this CPU has "
-            "neither AVX512_BF16 nor AMX: bf16 is emulated here and slower "
-            "than fp32. Export it again with --precision fp32 (or auto) for "
-            "this machine.", RuntimeWarning, stacklevel=3)
+@dataclasses.dataclass(frozen=True)
+class Precision:
+    """An export's precision and what it implies: parsed once
+    (`Precision.parse`, from `--precision` or an export's `bert_tf.json`),
+    then read, never compared as a string.
+
+    Attributes:
+        name: as `--precision` and `bert_tf.json` spell it.
+        policy: the Keras dtype policy the model is built in: `bfloat16`
+            stores the variables as bf16, so no weight is cast per call
+            (layer norms stay float32: `bert_tf.layers.base.norm_policy`);
+            int8 is built in float32, then its encoder's matmuls are
+            quantized (`BertEncoder.to_int8`).
+        quantized: the encoder's matmuls become `Int8Dense` layers, which
+            may be calibrated (`bert_tf.serving.quantize`).
+        row_classes: the served encoder runs in one graph copy per row
+            class (`bert_tf.models.served`), so that fp32 matmuls keep
+            their reordered weights.
+        cpu_flags: the CPU flags that make it native; none: native
+            everywhere.
+    """
+
+    name: str
+    policy: str
+    quantized: bool = False
+    row_classes: bool = False
+    cpu_flags: tuple = ()
+
+    def __str__(self):
+        return self.name
+
+    def native(self, cpuinfo="/proc/cpuinfo"):
+        """Whether this CPU runs it natively (not emulated).
+
+        Examples:
+            >>> FP32.native("/nonexistent"), BF16.native("/nonexistent")
+            (True, False)
+        """
+        if not self.cpu_flags:
+            return True
+        return any(flag in _cpu_flags(cpuinfo) for flag in self.cpu_flags)
+
+    @classmethod
+    def parse(cls, name, log=print, cpuinfo="/proc/cpuinfo"):
+        """The precision `name` names (a `Precision` passes through);
+        `auto` is bf16 where the CPU has AVX512_BF16 or AMX, fp32
+        otherwise (the choice is logged). int8 on a CPU that emulates it
+        warns.
+
+        Examples:
+            >>> Precision.parse("fp32").policy
+            'float32'
+            >>> str(Precision.parse("auto", log=lambda line: None,
+            ...                     cpuinfo="/nonexistent"))
+            'fp32'
+        """
+        if isinstance(name, cls):
+            return name
+        if name not in PRECISIONS:
+            raise ValueError(f"--precision {name}: use one of "
+                             f"{', '.join(PRECISIONS)}.")
+        if name == "auto":
+            flags = cpu_bf16_flags(cpuinfo)
+            chosen = BF16 if flags else FP32
+            log("precision auto: " + describe_choice(chosen.name, flags))
+            return chosen
+        precision = BY_NAME[name]
+        if precision.quantized:
+            precision.warn_if_emulated("this export", cpuinfo)
+        return precision
+
+    def warn_if_emulated(self, where, cpuinfo="/proc/cpuinfo"):
+        """Warns when this CPU emulates it: `where` names the export."""
+        if self.native(cpuinfo):
+            return
+        if self.quantized:
+            warnings.warn(
+                f"{where}: int8 matmuls need AVX512_VNNI, AVX_VNNI or "
+                "AMX-INT8, which this CPU lacks: oneDNN emulates them here, "
+                "slower than int8 should be. Serve an fp32 export on this "
+                "machine.", RuntimeWarning, stacklevel=3)
+        else:
+            warnings.warn(
+                f"{where} was exported with --precision {self.name}, but "
+                "this CPU has neither AVX512_BF16 nor AMX: bf16 is emulated "
+                "here and slower than fp32. Export it again with --precision "
+                "fp32 (or auto) for this machine.", RuntimeWarning,
+                stacklevel=3)
 
 
-PRECISIONS = ("fp32", "bf16", "int8", "auto")
-# The Keras dtype policy each precision builds the model in: `bfloat16`
-# stores the variables as bf16, so no weight is cast per call (layer norms
-# stay float32: `bert_tf.layers.base.norm_policy`). int8 is built in
-# float32, then its encoder's matmuls are quantized (`to_int8`).
-POLICIES = {"fp32": "float32", "bf16": "bfloat16", "int8": "float32"}
+FP32 = Precision("fp32", "float32", row_classes=True)
+BF16 = Precision("bf16", "bfloat16", cpu_flags=BF16_FLAGS)
+INT8 = Precision("int8", "float32", quantized=True, cpu_flags=INT8_FLAGS)
+BY_NAME = {p.name: p for p in (FP32, BF16, INT8)}
+PRECISIONS = (*BY_NAME, "auto")
 
 
 def resolve(precision, log=print, cpuinfo="/proc/cpuinfo"):
-    """`fp32` or `bf16` for `precision` (`auto`: bf16 where the CPU has
-    AVX512_BF16 or AMX, fp32 otherwise; the choice is logged).
+    """`Precision.parse` (the name before it, kept for callers)."""
+    return Precision.parse(precision, log, cpuinfo)
 
-    Examples:
-        >>> resolve("fp32")
-        'fp32'
-        >>> resolve("auto", log=lambda line: None, cpuinfo="/nonexistent")
-        'fp32'
-    """
-    if precision not in PRECISIONS:
-        raise ValueError(f"--precision {precision}: use one of "
-                         f"{', '.join(PRECISIONS)}.")
-    if precision == "int8":
-        warn_if_emulated("int8", "this export", cpuinfo=cpuinfo)
-    if precision != "auto":
-        return precision
-    flags = cpu_bf16_flags(cpuinfo)
-    chosen = "bf16" if flags else "fp32"
-    log("precision auto: " + describe_choice(chosen, flags))
-    return chosen
+
+def warn_if_emulated(precision, where, cpuinfo="/proc/cpuinfo"):
+    """Warns when bf16 or int8 (a name or a `Precision`) is set up on a
+    CPU that emulates it."""
+    precision = BY_NAME.get(precision, precision)
+    if isinstance(precision, Precision):
+        precision.warn_if_emulated(where, cpuinfo)
 
 
 def add_precision_arguments(parser):

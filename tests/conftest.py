@@ -210,8 +210,8 @@ def assert_trimmed_matches_fixed_length(run_dir, bucketed, tmp_path, requests):
 
 def served_weight_dtypes(export_dir, loaded):
     """{name: dtype} of an export's weights: its variables, and the
-    constants its graphs read them as (`BertEncoder.inline_weights`), which
-    keep the variables' names."""
+    constants its graphs read them as (`bert_tf.models.served`), which keep
+    the variables' names."""
     import tensorflow as tf
 
     from bert_tf.serving import export as export_lib

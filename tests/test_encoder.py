@@ -4,7 +4,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from bert_tf.models.encoder import ROW_CLASS_BOUNDS, BertEncoder, row_class
+from bert_tf.models.chunked import ROW_CLASS_BOUNDS, map_in_chunks, row_class
+from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.served import ServedEncoder, ServedModel
 from conftest import TINY, random_inputs
 
 
@@ -151,14 +153,14 @@ def test_row_class_bounds_are_inclusive_below(rows, expected):
     (1, 6, 0), (1, 7, 1), (2, 40, 1), (3, 27, 2), (9, 9, 2)])
 def test_traced_encoder_runs_the_copy_of_its_token_rows_class(
         tiny_config, batch, length, expected):
-    """The copy a traced encoder runs (the index its row-class branch
-    computes) is the class of batch x length token rows: 6 / 7 / 80 / 81
-    rows run copies 0 / 1 / 1 / 2."""
-    encoder = BertEncoder(**tiny_config)
-    encoder.branch_by_rows()
+    """The copy a served fp32 encoder runs (the index `map_in_chunks`'s
+    row-class branch computes) is the class of batch x length token rows:
+    6 / 7 / 80 / 81 rows run copies 0 / 1 / 1 / 2."""
+    served = ServedModel(BertEncoder(**tiny_config), ROW_CLASS_BOUNDS)
     names = ("input_word_ids", "input_mask", "input_type_ids")
     wrapped = tf.compat.v1.wrap_function(
-        lambda x: encoder(x, training=False)["sequence_output"],
+        lambda x: map_in_chunks(served, x, ["sequence_output"],
+                                row_classes=served.row_classes),
         [{k: tf.TensorSpec([None, None], tf.int32, name=k) for k in names}])
     [case] = [op for op in wrapped.graph.get_operations()
               if op.type in ("Case", "StatelessCase")]
@@ -170,30 +172,37 @@ def test_traced_encoder_runs_the_copy_of_its_token_rows_class(
         expected
 
 
-def test_inlined_weights_serve_the_same_numbers_and_read_no_block_variable(
+def _random_vectors(encoder, seed):
+    rng = np.random.default_rng(seed)
+    for weight in encoder.weights:
+        if len(weight.shape) == 1:  # nonzero biases, gammas and betas
+            weight.assign(rng.normal(size=weight.shape).astype("float32"))
+
+
+def test_served_encoder_reads_vectors_as_constants_and_matrices_as_variables(
         tiny_config):
+    """The served graph reads no bias, gamma or beta as a variable (each
+    is a constant named by its path), every matrix as one, and gives the
+    encoder's numbers."""
     encoder = BertEncoder(**tiny_config)
+    _random_vectors(encoder, 2)
     inputs = random_inputs(batch=3, length=9, pad_from=4)
     before = encoder(inputs)
-    encoder.branch_by_rows()
-    encoder.inline_weights()
-    served = tf.function(encoder)
-    graph = served.get_concrete_function(inputs).graph.as_graph_def()
-    nodes = list(graph.node) + [n for f in graph.library.function
-                                for n in f.node_def]
-    assert not [n for n in nodes if n.op in ("ReadVariableOp", "VarHandleOp")]
-    # One copy of the weights for three row classes: the qkv kernels are
-    # constants of one function, which each branch calls.
-    kernels = [n for n in nodes if n.op == "Const" and n.attr[
-        "value"].tensor.tensor_shape.dim[-1:] and n.attr[
-        "value"].tensor.tensor_shape.dim[-1].size == 3 * tiny_config[
-        "hidden_size"]]
-    assert len(kernels) == 2 * tiny_config["num_layers"]  # kernel, bias
+    served = tf.function(ServedEncoder(encoder))
+    graph = served.get_concrete_function(inputs).graph
+    captured = {v.path for v in encoder.variables
+                if any(v.value.handle is c for c in graph.captures
+                       for c in [c[0]])}
+    vectors = {v.path for v in encoder.variables if len(v.shape) == 1}
+    matrices = {v.path for v in encoder.variables if len(v.shape) == 2}
+    assert not captured & vectors, captured & vectors
+    assert matrices <= captured, matrices - captured
+    constants = {op.name for op in graph.get_operations()
+                 if op.type == "Const"}
+    assert {v for v in vectors if "qkv" in v} <= constants
     after = served(inputs)
     for name in ("sequence_output", "pooled_output"):
         np.testing.assert_allclose(after[name], before[name], atol=1e-5)
-    encoder.inline_weights(False)
-    assert encoder.inlined_variables() == []
 
 
 @pytest.mark.parametrize("zeros", ["one channel", "every channel"])
@@ -214,11 +223,7 @@ def test_served_form_keeps_betas_with_zeros(tiny_config, zeros):
     assert betas >= 2 * tiny_config["num_layers"]
     inputs = random_inputs(batch=3, length=9, pad_from=4)
     before = encoder(inputs)
-    encoder.serving_form()
-    try:
-        after = tf.function(lambda x: encoder(x, training=False))(inputs)
-    finally:
-        encoder.serving_form(False)
+    after = tf.function(ServedEncoder(encoder))(inputs)
     for a, b in zip(after["encoder_outputs"], before["encoder_outputs"]):
         np.testing.assert_allclose(a, b, atol=1e-5)
     np.testing.assert_allclose(after["sequence_output"],
@@ -233,33 +238,27 @@ def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
     from bert_tf.tasks.classification.model import BertClassifier
 
     encoder = BertEncoder(**tiny_config)
-    rng = np.random.default_rng(0)
-    for weight in encoder.weights:
-        if len(weight.shape) == 1:  # nonzero biases and betas
-            weight.assign(rng.normal(size=weight.shape).astype("float32"))
+    _random_vectors(encoder, 0)
     inputs = random_inputs(batch=3, length=9, pad_from=4)
     before = encoder(inputs)
-    encoder.serving_form()
-    try:
-        served = tf.function(lambda x: encoder(x, training=False))
-        graph = served.get_concrete_function(inputs).graph
-        folded = [op.name for op in graph.get_operations()
-                  if op.name.endswith("_folded")]
-        # qkv and the attention output of blocks after the first, the
-        # feed-forward in and out of every block.
-        assert len(folded) == 4 * tiny_config["num_layers"] - 2, folded
-        after = served(inputs)
-        for name in ("sequence_output", "pooled_output"):
-            np.testing.assert_allclose(after[name], before[name], atol=1e-5)
-        for a, b in zip(after["encoder_outputs"], before["encoder_outputs"]):
-            np.testing.assert_allclose(a, b, atol=1e-5)
+    served = tf.function(ServedEncoder(encoder))
+    graph = served.get_concrete_function(inputs).graph
+    folded = [op.name for op in graph.get_operations()
+              if op.name.endswith("_folded")]
+    # qkv and the attention output of blocks after the first, the
+    # feed-forward in and out of every block.
+    assert len(folded) == 4 * tiny_config["num_layers"] - 2, folded
+    after = served(inputs)
+    for name in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(after[name], before[name], atol=1e-5)
+    for a, b in zip(after["encoder_outputs"], before["encoder_outputs"]):
+        np.testing.assert_allclose(a, b, atol=1e-5)
 
-        classifier = BertClassifier(encoder, num_classes=2, pooling="mean")
-        traced = tf.function(lambda x: classifier(x, training=False))
-        graph = traced.get_concrete_function(inputs).graph
-        handles = [op.name for op in graph.get_operations()
-                   if op.type in ("Placeholder", "ReadVariableOp")]
-        assert [n for n in handles if "qkv" in n], handles
-        assert not [n for n in handles if "pooler" in n], handles
-    finally:
-        encoder.serving_form(False)
+    classifier = BertClassifier(encoder, num_classes=2, pooling="mean")
+    traced = tf.function(ServedModel(classifier))
+    graph = traced.get_concrete_function(inputs).graph
+    handles = [op.name for op in graph.get_operations()
+               if op.type in ("Placeholder", "ReadVariableOp")]
+    assert [n for n in handles if "qkv" in n], handles
+    assert not [n for n in handles if "pooler" in n], handles
+    np.testing.assert_allclose(traced(inputs), classifier(inputs), atol=1e-5)

@@ -413,13 +413,14 @@ def test_auto_never_picks_int8_and_emulated_int8_warns(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("flags\t: avx2 avx512_vnni amx_int8 amx_bf16\n")
     assert precision_lib.resolve("auto", log=lambda *a: None,
-                                 cpuinfo=str(cpuinfo)) == "bf16"
+                                 cpuinfo=str(cpuinfo)) is precision_lib.BF16
     avx2 = tmp_path / "avx2"
     avx2.write_text("flags\t: avx2 fma\n")
     assert precision_lib.resolve("auto", log=lambda *a: None,
-                                 cpuinfo=str(avx2)) == "fp32"
+                                 cpuinfo=str(avx2)) is precision_lib.FP32
     with pytest.warns(RuntimeWarning, match="emulates them"):
-        assert precision_lib.resolve("int8", cpuinfo=str(avx2)) == "int8"
+        assert precision_lib.resolve("int8", cpuinfo=str(avx2)) is \
+            precision_lib.INT8
 
 
 @pytest.mark.slow

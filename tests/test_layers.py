@@ -10,6 +10,7 @@ from bert_tf.layers.heads import (ClassificationHead, MaskedLMHead,
                                   NextSentenceHead)
 from bert_tf.layers.transformer import (MultiHeadSelfAttention,
                                         TransformerBlock, attention_logit_bias)
+from bert_tf.models.served import served_block
 
 
 def _x(batch=2, length=6, width=16, seed=0):
@@ -166,12 +167,12 @@ def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
     x, mask = _x(2, 5, 32), np.ones((2, 5), "int32")
     mask[1, 3:] = 0
     trained = tf.cast(block(x, mask), tf.float32).numpy()
-    block.attention.served = True  # as `BertEncoder.serving_form` sets it
 
-    def serve(x, mask):  # on token rows, as the encoder runs its blocks
+    def serve(x, mask):  # on token rows, as the served encoder runs them
         rows = tf.reshape(x, [-1, 32])
-        out = block(rows, attention_bias=attention_logit_bias(mask, False),
-                    rows_shape=tf.shape(rows))
+        out, _ = served_block(block, rows, None,
+                              attention_logit_bias(mask, False),
+                              tf.shape(rows), {}, fold=False)
         return tf.reshape(tf.cast(out, tf.float32), tf.shape(x))
 
     module = tf.Module()
@@ -216,7 +217,7 @@ def test_served_layer_norm_equals_the_trained_form():
     row stays bounded; a larger epsilon keeps the trained form."""
     import tensorflow as tf
 
-    from bert_tf.layers.norm import LayerNorm
+    from bert_tf.layers.norm import LayerNorm, served_layer_norm
 
     x = _x(4, 6, 48) * 3.0
     x[0, 0] = 0.25  # a constant row: beta out, not NaN
@@ -227,8 +228,7 @@ def test_served_layer_norm_equals_the_trained_form():
         norm.gamma.assign(rng.normal(size=48).astype("float32"))
         norm.beta.assign(rng.normal(size=48).astype("float32"))
         trained = norm(x).numpy()
-        norm.served = True
-        served = tf.function(norm)
+        served = tf.function(lambda x: served_layer_norm(norm, x))
         graph = served.get_concrete_function(
             tf.TensorSpec([None, None, 48])).graph
         assert served_ops in {op.type for op in graph.get_operations()}

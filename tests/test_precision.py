@@ -21,19 +21,34 @@ def _cpuinfo(tmp_path, flags):
 
 def test_auto_follows_the_cpu_flags(tmp_path):
     lines = []
-    assert precision.resolve("auto", lines.append, _cpuinfo(
-        tmp_path, "avx512f avx512_bf16")) == "bf16"
+    assert str(precision.resolve("auto", lines.append, _cpuinfo(
+        tmp_path, "avx512f avx512_bf16"))) == "bf16"
     assert lines == ["precision auto: bf16 (this CPU has avx512_bf16)"]
-    assert precision.resolve("auto", lines.append,
-                             _cpuinfo(tmp_path, "avx512f")) == "fp32"
+    assert str(precision.resolve("auto", lines.append,
+                                 _cpuinfo(tmp_path, "avx512f"))) == "fp32"
     assert "neither AVX512_BF16 nor AMX" in lines[-1]
-    assert precision.resolve("auto", lines.append,
-                             _cpuinfo(tmp_path, "amx_bf16")) == "bf16"
-    assert precision.resolve("bf16", lines.append,
-                             _cpuinfo(tmp_path, "")) == "bf16"
+    assert str(precision.resolve("auto", lines.append,
+                                 _cpuinfo(tmp_path, "amx_bf16"))) == "bf16"
+    assert str(precision.resolve("bf16", lines.append,
+                             _cpuinfo(tmp_path, ""))) == "bf16"
     with pytest.raises(ValueError, match="--precision fp16: use one of "
                        "fp32, bf16, int8, auto"):
         precision.resolve("fp16")
+
+
+def test_each_precision_states_what_it_implies(tmp_path):
+    """A precision is parsed once and read: its Keras policy, whether it
+    quantizes, whether it copies the graph per row class, and the CPU
+    flags that make it native."""
+    implied = {p.name: (p.policy, p.quantized, p.row_classes,
+                        p.native(_cpuinfo(tmp_path, "avx512f")),
+                        p.native(_cpuinfo(tmp_path, "amx_bf16 amx_int8")))
+               for p in (precision.FP32, precision.BF16, precision.INT8)}
+    assert implied == {"fp32": ("float32", False, True, True, True),
+                       "bf16": ("bfloat16", False, False, False, True),
+                       "int8": ("float32", True, False, False, True)}
+    assert precision.Precision.parse("int8") is precision.INT8
+    assert precision.Precision.parse(precision.BF16) is precision.BF16
 
 
 def test_emulated_bf16_warns_naming_the_flag(tmp_path):

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.models.chunked import (map_in_chunks, row_classes_of,
-                                    rows_per_step)
+from bert_tf.models.chunked import (ROW_CLASS_BOUNDS, map_in_chunks,
+                                    row_classes_of, rows_per_step)
 from bert_tf.models.encoder import BertEncoder
+from bert_tf.models.served import ServedModel
 from bert_tf.serving import export as export_lib
 from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.tasks.classification.task import classify_in_chunks
@@ -169,13 +170,12 @@ def test_row_classed_chunks_run_full_steps_and_one_branch():
     in its class's copy and a longer one in full steps, the last one
     overlapping the step before: the same logits, every step of one size,
     and one branch around the encoder (no row-class copies inside)."""
-    model = BertSpanLabeler(encoder())
-    model.encoder.branch_by_rows()
+    model = ServedModel(BertSpanLabeler(encoder()), ROW_CLASS_BOUNDS)
     rng = np.random.default_rng(0)
     ids = rng.integers(5, len(VOCAB.tokens), size=(37, 24)).astype("int32")
     x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
          "input_type_ids": np.zeros_like(ids)}
-    whole = model(x, training=False)
+    whole = model.model(x, training=False)
 
     def chunked(x, tokens):
         return map_in_chunks(lambda chunk: model(chunk, training=False), x,

@@ -80,7 +80,10 @@ class BertEmbeddings(ConfigLayer):
             self.projection.build((None, None, self.width))
         self.built = True
 
-    def call(self, word_ids, type_ids, training=None):
+    def call(self, word_ids, type_ids, training=None, norm=None):
+        """`norm`: the layer norm as a function of the summed embeddings
+        (a served graph passes `bert_tf.layers.norm.served_layer_norm`'s);
+        None: `self.layer_norm`."""
         length = word_ids.shape[1]
         if length is not None and length > self.max_position_embeddings:
             raise ValueError(
@@ -93,7 +96,7 @@ class BertEmbeddings(ConfigLayer):
             self.position_embeddings.embeddings[:tf.shape(word_ids)[1]]
         if self.type_embeddings is not None:
             x = x + tf.gather(self.type_embeddings.embeddings, type_ids)
-        x = self.dropout(self.layer_norm(x), training=training)
+        x = self.dropout((norm or self.layer_norm)(x), training=training)
         return x if self.projection is None else self.projection(x)
 
     def compute_output_shape(self, word_ids_shape, type_ids_shape=None):

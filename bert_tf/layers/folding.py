@@ -6,37 +6,21 @@ residual add. Served, the norm returns `y - beta`; the dense layer it
 feeds adds `beta @ kernel` to its bias and the residual's dense layer
 adds `beta` to its own, so every sum is the same. The new biases are
 constants computed when the graph is traced (the vectors of a served
-graph are constants already: `bert_tf.models.inlined`). Only for float
+graph are constants already: `bert_tf.models.served`). Only for float
 dense layers: an int8 layer's input ranges were calibrated on `y`.
 """
 
 import contextlib
-import threading
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-_read = threading.local()
 
-
-@contextlib.contextmanager
-def values_read_as(values):
-    """Within it, `vector_value` of a variable in `values` ({id(variable):
-    NumPy value}) is that value: where a scope maps the variables to
-    constants of a graph (`bert_tf.models.inlined.vectors_as_constants`),
-    reading them gives those constants, not values."""
-    before = getattr(_read, "values", {})
-    _read.values = values
-    try:
-        yield
-    finally:
-        _read.values = before
-
-
-def vector_value(variable):
-    """The NumPy value of `variable` (a bias, gamma or beta)."""
-    values = getattr(_read, "values", {})
+def vector_value(variable, values):
+    """The NumPy value of `variable` (a bias, gamma or beta): from
+    `values` ({id(variable): value}, read before the served graph mapped
+    the vectors to constants: `bert_tf.models.served`), else read now."""
     if id(variable) in values:
         return values[id(variable)]
     with tf.init_scope():
@@ -49,18 +33,18 @@ def foldable(dense):
     return type(dense) is keras.layers.Dense and dense.use_bias
 
 
-def beta_of(norm):
-    """The float32 beta of a `LayerNorm` (None without one), read now."""
-    return vector_value(norm.beta).astype("float32") if norm.center \
-        else None
+def beta_of(norm, values):
+    """The float32 beta of a `LayerNorm` (None without one)."""
+    return vector_value(norm.beta, values).astype("float32") \
+        if norm.center else None
 
 
 @contextlib.contextmanager
-def biases_with(beta, fed=(), residual=()):
+def biases_with(beta, values, fed=(), residual=()):
     """Within it, the dense layers `fed` by rows that lack `beta` (a
     float32 vector, or None) read `bias + beta @ kernel`, and those whose
     output is added to such rows (`residual`) read `bias + beta`, as
-    constants of the graph.
+    constants of the graph. `values`: as in `vector_value`.
 
     Examples:
         >>> dense = keras.layers.Dense(2)
@@ -69,7 +53,7 @@ def biases_with(beta, fed=(), residual=()):
         >>> x = np.ones((1, 3), "float32")
         >>> @tf.function
         ... def served(x):
-        ...     with biases_with(beta, fed=[dense]):
+        ...     with biases_with(beta, {}, fed=[dense]):
         ...         return dense(x - beta)
         >>> bool(np.allclose(served(x), dense(x), atol=1e-6))
         True
@@ -79,7 +63,7 @@ def biases_with(beta, fed=(), residual=()):
         return
     mapping = []
     for dense in (*fed, *residual):
-        bias = vector_value(dense.bias).astype("float64")
+        bias = vector_value(dense.bias, values).astype("float64")
         if dense in residual:
             bias += beta
         else:

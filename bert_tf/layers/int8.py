@@ -24,6 +24,8 @@ magnitude. So an int8 layer cannot train: it is built from a trained
 x86 Linux wheels); `available()` says whether the running one has it.
 """
 
+import math
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -289,6 +291,9 @@ def served_parameter_count(model):
     """`model`'s parameters as served: its Keras weights plus the int8
     kernels and biases of its `Int8Dense` layers, which are constants,
     not weights (so `count_params` alone misses most of an int8 model)."""
-    return model.count_params() + sum(
+    # Counted from the weights: a subclassed model that only its served
+    # form ran (`bert_tf.models.served`) is never marked built.
+    weights = sum(math.prod(v.shape) for v in model.weights)
+    return weights + sum(
         layer.kernel_int8.size + layer.bias.size
         for layer in model._flatten_layers() if isinstance(layer, Int8Dense))

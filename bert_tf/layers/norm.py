@@ -16,8 +16,8 @@ fused node does not take the graph's epsilon: it keeps the op's default of
 toy classifier's labels flipped; the fused node also took about 200 us a
 call at batch 1 on 2 EPYC cores against about 25 us for the unfused ops.
 
-Served graphs (`served = True`, set by `BertEncoder.serving_form`) take
-two ops less: with BERT's tiny epsilon, `rsqrt(mean(d * d) + eps)` equals
+Served graphs (`served_layer_norm`, which `bert_tf.models.served` calls)
+take two ops less: with BERT's tiny epsilon, `rsqrt(mean(d * d) + eps)` equals
 `sqrt(H) / |d|` (|d| one EuclideanNorm op) to float32 rounding unless a
 row's variance is below about 1e3 * eps, and sqrt(H) folds into gamma.
 `1 / |d|` is `reciprocal_no_nan` (one DivNoNan): a constant row (|d| = 0)
@@ -48,32 +48,55 @@ class LayerNorm(keras.layers.LayerNormalization):
     SERVED_FORM_MAX_EPSILON = 1e-9
 
     def __init__(self, **kwargs):
-        self.served = False
         kwargs.setdefault("axis", -1)
         if kwargs["axis"] not in (-1, [-1], (-1,)):
             raise ValueError(f"LayerNorm normalizes the last axis only, not "
                              f"axis = {kwargs['axis']}.")
         super().__init__(**kwargs)
 
-    def call(self, inputs, without_beta=False):
-        """`without_beta`: the output less beta (`y - beta`), for a served
-        block that adds beta in the biases of the layers it feeds
-        (`bert_tf.layers.folding`)."""
+    def call(self, inputs):
         x = tf.cast(inputs, self.compute_dtype)
         axis = -1  # not rank - 1: see the module docstring
         centered = x - tf.reduce_mean(x, axis, keepdims=True)
-        if self.served and self.epsilon <= self.SERVED_FORM_MAX_EPSILON \
-                and self.scale and x.shape[-1] is not None:
-            size = x.shape[-1]
-            norm = tf.math.reduce_euclidean_norm(centered, axis, keepdims=True)
-            y = centered * tf.math.reciprocal_no_nan(norm)
-            y = y * (tf.cast(self.gamma, x.dtype) * size ** 0.5)
-            return y + tf.cast(self.beta, x.dtype) if self.center and \
-                not without_beta else y
         inv = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis,
                                            keepdims=True) + self.epsilon)
-        y = centered * inv
+        return self._scale_and_shift(centered * inv)
+
+    def _scale_and_shift(self, y, add_beta=True):
         if self.scale:
-            y = y * tf.cast(self.gamma, x.dtype)
-        return y + tf.cast(self.beta, x.dtype) if self.center and \
-            not without_beta else y
+            y = y * tf.cast(self.gamma, y.dtype)
+        return y + tf.cast(self.beta, y.dtype) if self.center and add_beta \
+            else y
+
+
+def served_layer_norm(norm, inputs, add_beta=True):
+    """`norm(inputs)` in its served form (see the module docstring) where
+    it is exact (epsilon at most `SERVED_FORM_MAX_EPSILON`, with a gamma),
+    else as `norm` computes it; without its beta if not `add_beta` (for a
+    served block that adds beta in the biases of the layers it feeds:
+    `bert_tf.layers.folding`). Not for training.
+
+    Examples:
+        >>> import numpy as np
+        >>> x = np.random.default_rng(0).normal(size=(3, 8)).astype("float32")
+        >>> norm = LayerNorm(epsilon=1e-12)
+        >>> bool(np.abs(served_layer_norm(norm, x) - norm(x)).max() < 1e-5)
+        True
+    """
+    if not norm.built:
+        norm.build(inputs.shape)
+    with tf.name_scope(norm.name):
+        x = tf.cast(inputs, norm.compute_dtype)
+        axis = -1
+        centered = x - tf.reduce_mean(x, axis, keepdims=True)
+        size = x.shape[-1]
+        if norm.epsilon > norm.SERVED_FORM_MAX_EPSILON or not norm.scale or \
+                size is None:
+            inv = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis,
+                                               keepdims=True) + norm.epsilon)
+            return norm._scale_and_shift(centered * inv, add_beta)
+        length = tf.math.reduce_euclidean_norm(centered, axis, keepdims=True)
+        y = centered * tf.math.reciprocal_no_nan(length)
+        y = y * (tf.cast(norm.gamma, x.dtype) * size ** 0.5)
+        return y + tf.cast(norm.beta, x.dtype) if norm.center and add_beta \
+            else y

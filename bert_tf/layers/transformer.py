@@ -19,7 +19,6 @@ from keras import ops
 import tensorflow as tf
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
-from bert_tf.layers.folding import beta_of, biases_with, foldable
 from bert_tf.layers.norm import LayerNorm
 
 # Added to the logits of masked-out keys; exp() of it is exactly 0 in float32.
@@ -132,15 +131,14 @@ class MultiHeadSelfAttention(ConfigLayer):
             hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
             name="output_dense")
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
-        # Set by `BertEncoder.serving_form`: transposes by TF's own kernel.
-        self.served = False
 
     def build(self, x_shape, input_mask_shape=None):
         self.qkv.build((None, None, self.hidden_size))
         self.output_dense.build((None, None, self.hidden_size))
         self.built = True
 
-    def _attend(self, x, input_mask, attention_bias=None):
+    def _attend(self, x, input_mask, attention_bias=None,
+                transpose=ops.transpose):
         """(float32 attention probabilities [batch, heads, seq, seq],
         values [batch, heads, seq, head_size]) of `x`."""
         if attention_bias is None:
@@ -153,17 +151,13 @@ class MultiHeadSelfAttention(ConfigLayer):
             self.head_size))
         # [3, batch, heads, seq, head_size]: one transpose for q, k and v.
         query, key, value = ops.unstack(
-            self._transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
+            transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
         logits = tf.linalg.matmul(query, key, transpose_b=True) * ops.cast(
             1.0 / math.sqrt(self.head_size), query.dtype)
         # Keras casts a float argument to the layer's compute dtype: the
         # bias comes back to float32 (a no-op in float32).
         return ops.softmax(ops.cast(logits, "float32") + ops.cast(
             attention_bias, "float32"), axis=-1), value
-
-    def _transpose(self, x, perm):
-        return transpose_heads(x, perm) if self.served else \
-            ops.transpose(x, perm)
 
     def scale_values(self, qkv, scale):
         """Multiplies the value columns of the float `qkv` Dense (this
@@ -185,16 +179,19 @@ class MultiHeadSelfAttention(ConfigLayer):
         return self._attend(x, input_mask)[0]
 
     def call(self, x, input_mask=None, training=None, attention_bias=None,
-             rows_shape=None):
+             rows_shape=None, transpose=None):
         """`x`: [batch, seq, H], or token rows [batch * seq, H] of
         `input_mask`'s [batch, seq] (returned in the same shape).
         `attention_bias`: `attention_logit_bias(input_mask)`, when the
         caller computed it once for all layers (then `input_mask` may be
-        None); `rows_shape`: the shape of token rows `x`, likewise."""
-        probs, value = self._attend(x, input_mask, attention_bias)
+        None); `rows_shape`: the shape of token rows `x`, likewise.
+        `transpose`: the heads' transpose (served graphs pass
+        `transpose_heads`); None: `ops.transpose`."""
+        transpose = transpose or ops.transpose
+        probs, value = self._attend(x, input_mask, attention_bias, transpose)
         probs = self.dropout(ops.cast(probs, self.compute_dtype),
                              training=training)
-        context = self._transpose(ops.matmul(probs, value), (0, 2, 1, 3))
+        context = transpose(ops.matmul(probs, value), (0, 2, 1, 3))
         if len(x.shape) == 2:
             # The rows' own shape, not (-1, H): Grappler then knows that the
             # output has the residual's shape and fuses the block's residual
@@ -299,33 +296,6 @@ class TransformerBlock(ConfigLayer):
                                      training=training)
         rows = self.output_norm(rows + ops.cast(hidden, rows.dtype))
         return rows if len(x.shape) == 2 else ops.reshape(rows, ops.shape(x))
-
-    def folds_betas(self):
-        """Whether `call_without_betas` applies: float dense layers only."""
-        return all(foldable(layer) for layer in (
-            self.attention.qkv, self.attention.output_dense,
-            self.intermediate, self.output_dense))
-
-    def call_without_betas(self, rows, missing, attention_bias, rows_shape):
-        """Served (inference) `call` on token rows that lack `missing` (the
-        beta of the norm before, a float32 [H], or None): returns (the
-        output rows less the output norm's beta, that beta). Each norm's
-        beta goes into the biases of the layers it feeds
-        (`bert_tf.layers.folding`): two adds fewer per block."""
-        attention = self.attention
-        with biases_with(missing, fed=[attention.qkv],
-                         residual=[attention.output_dense]):
-            attended = attention(rows, attention_bias=attention_bias,
-                                 rows_shape=rows_shape)
-        rows = self.attention_norm(rows + ops.cast(attended, rows.dtype),
-                                   without_beta=True)
-        missing = beta_of(self.attention_norm)
-        with biases_with(missing, fed=[self.intermediate],
-                         residual=[self.output_dense]):
-            hidden = self.output_dense(self.intermediate(rows))
-        rows = self.output_norm(rows + ops.cast(hidden, rows.dtype),
-                                without_beta=True)
-        return rows, beta_of(self.output_norm)
 
     def int8_matmuls(self):
         """(owner layer, attribute) of the block's four matmuls that int8

@@ -8,9 +8,6 @@ tokens in a `tf.while_loop` and keeps only each step's small outputs
 (logits), so peak memory depends on the step, not on the text.
 """
 
-import contextlib
-import threading
-
 import tensorflow as tf
 
 # Tokens (rows x row length) per step: 64 windows of 128 tokens, whose
@@ -24,8 +21,6 @@ TOKENS_PER_STEP = 8192
 # weights (TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1) keeps one layout only.
 ROW_CLASS_BOUNDS = (7, 81)
 
-_classed = threading.local()
-
 
 def row_class(rows, bounds=ROW_CLASS_BOUNDS):
     """The index of the class of `rows` token rows (an int32 scalar
@@ -38,22 +33,6 @@ def row_class(rows, bounds=ROW_CLASS_BOUNDS):
     """
     return tf.raw_ops.Bucketize(input=rows, boundaries=[float(b) for b in
                                                         bounds])
-
-
-def rows_classed():
-    """Whether the graph being traced is one `map_in_chunks` runs for one
-    row class only: an encoder inside needs no row-class copies of its
-    own (`BertEncoder.branch_by_rows`)."""
-    return getattr(_classed, "depth", 0) > 0
-
-
-@contextlib.contextmanager
-def _tracing_one_class():
-    _classed.depth = getattr(_classed, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _classed.depth -= 1
 
 
 def rows_per_step(length, tokens_per_step=TOKENS_PER_STEP):
@@ -74,8 +53,8 @@ def map_in_chunks(function, inputs, outputs,
         outputs: the names of `function`'s outputs to keep; each comes back
             as float32 with all rows.
         tokens_per_step: tokens per step (at least one row).
-        row_classes: the row-class bounds of the encoder `function` runs
-            (`BertEncoder.branch_by_rows`; `row_classes_of(model)`), if
+        row_classes: the row-class bounds of the served model `function`
+            runs (`bert_tf.models.served.ServedModel`; `row_classes_of`), if
             any: a request that fits one step then runs in the graph copy
             of its class, and a longer one in steps of equal size (the
             last one overlaps the one before), so each copy's matmuls see
@@ -111,11 +90,10 @@ def map_in_chunks(function, inputs, outputs,
     if not row_classes:
         values = tf.cond(fits, lambda: run(inputs), loop)
     else:
-        with _tracing_one_class():
-            values = tf.switch_case(
-                tf.where(fits, row_class(tokens, row_classes),
-                         len(row_classes) + 1),
-                [lambda: run(inputs)] * (len(row_classes) + 1) + [loop])
+        values = tf.switch_case(
+            tf.where(fits, row_class(tokens, row_classes),
+                     len(row_classes) + 1),
+            [lambda: run(inputs)] * (len(row_classes) + 1) + [loop])
     results = {}
     for value, name in zip(values, outputs):
         results[name] = value
@@ -157,7 +135,7 @@ def _in_steps(run, inputs, count, tokens_per_step, full_steps):
 
 
 def row_classes_of(model):
-    """The row-class bounds of `model`'s encoder (a task model, a
-    pre-trainer or an encoder): () unless `branch_by_rows` asked."""
-    return tuple(getattr(getattr(model, "encoder", model),
-                         "row_class_bounds", ()))
+    """The row-class bounds `model` asks `map_in_chunks` for: those of a
+    served model (`bert_tf.models.served.ServedModel`), () for a Keras
+    model."""
+    return tuple(getattr(model, "row_classes", ()))

@@ -1,7 +1,6 @@
 """BertEncoder: the bidirectional Transformer encoder of BERT as a functional
 Keras model with TF Hub input and output names."""
 
-import contextlib
 import dataclasses
 
 import keras
@@ -12,13 +11,8 @@ from bert_tf.config import EncoderConfig, load_preset
 from bert_tf.formats.canonical import assign_weights
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
 from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
-from bert_tf.layers.norm import LayerNorm
-from bert_tf.layers.transformer import (MultiHeadSelfAttention,
-                                       TransformerBlock, attention_logit_bias)
-from bert_tf.models.chunked import (ROW_CLASS_BOUNDS, row_class,
-                                    rows_classed)
-from bert_tf.models.inlined import (vectors_as_constants,
-                                    with_constant_weights)
+from bert_tf.layers.transformer import (TransformerBlock,
+                                       attention_logit_bias)
 from bert_tf.text.features import INPUT_NAMES
 from bert_tf.keras_compat import replace_sublayer
 
@@ -137,36 +131,6 @@ class BertEncoder(keras.Model):
 
         # === Config ===
         self.config = config
-        self.row_class_bounds = ()
-        self.weights_inlined = False
-        self.vectors_served = False
-        # False while a served task model that does not read
-        # `pooled_output` calls the encoder (`without_pooler`).
-        self.pooler_served = True
-        self._inlined_functions = {}
-
-    def branch_by_rows(self, bounds=ROW_CLASS_BOUNDS):
-        """From now on, traced graphs run the encoder in one of
-        `len(bounds) + 1` copies chosen by the number of token rows
-        (batch x length) against `bounds`, so that each copy's fp32 matmul
-        kernels always see one weight layout and may keep their reordered
-        weights (`bert_tf.serving.runtime`). The numbers are unchanged;
-        each copy keeps its own reordered weights.
-
-        Examples:
-            >>> import numpy as np
-            >>> encoder = BertEncoder.from_preset("bert_tiny")
-            >>> inputs = {"input_word_ids": np.array([[2, 7, 3]], "int32"),
-            ...           "input_mask": np.ones((1, 3), "int32"),
-            ...           "input_type_ids": np.zeros((1, 3), "int32")}
-            >>> before = encoder(inputs)["pooled_output"]
-            >>> encoder.branch_by_rows()
-            >>> after = keras.ops.convert_to_tensor(tf.function(encoder)(
-            ...     inputs)["pooled_output"])
-            >>> float(np.abs(after - before).max()) < 1e-6
-            True
-        """
-        self.row_class_bounds = tuple(int(b) for b in bounds)
 
     def freeze(self, num_layers):
         """Stops training the embeddings and the first `num_layers`
@@ -256,93 +220,8 @@ class BertEncoder(keras.Model):
             replace_sublayer(owner, attribute, int8)
         return seen
 
-    def inline_weights(self, enabled=True):
-        """From now on (until `inline_weights(False)`), traced graphs read
-        the encoder's weights as constants of the graph, taken when traced
-        (`bert_tf.models.inlined`): no variable reads or hand-offs through
-        the chunk loop and the row-class copies per request, oneDNN keeps
-        each matmul's weights in its own layout without
-        `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS`, and Grappler may fuse each
-        layer norm. For graphs traced and run in this process only: the
-        constants do not follow later training, and TensorFlow copies them
-        with each copy of a function library, so exports keep variables
-        (`serving_form`; a loaded BERT-Base export held 18 GB as
-        constants).
-
-        Examples:
-            >>> import numpy as np
-            >>> encoder = BertEncoder.from_preset("bert_tiny")
-            >>> inputs = {"input_word_ids": np.array([[2, 7, 3]], "int32"),
-            ...           "input_mask": np.ones((1, 3), "int32"),
-            ...           "input_type_ids": np.zeros((1, 3), "int32")}
-            >>> before = encoder(inputs)["pooled_output"]
-            >>> encoder.inline_weights()
-            >>> served = tf.function(encoder)(inputs)["pooled_output"]
-            >>> float(np.abs(served - before).max()) < 1e-6
-            True
-            >>> encoder.inline_weights(False)
-        """
-        self.weights_inlined = bool(enabled)
-        self._inlined_functions = {}  # traced anew: the weights may differ
-        self.serving_form(enabled)
-
-    def serving_form(self, enabled=True):
-        """From now on (until `serving_form(False)`), traced graphs take the
-        served form of each layer where it differs from training's: the
-        layer norms in two ops less (`bert_tf.layers.norm`), their betas
-        added by the biases after them (`bert_tf.layers.folding`), the
-        attention's transposes by TensorFlow's kernel
-        (`bert_tf.layers.transformer.transpose_heads`). What
-        every export traces; the matrices stay variables, the vectors (biases,
-        gammas, betas) are read as constants but for all-zero ones
-        (`bert_tf.models.inlined.vectors_as_constants`)."""
-        for layer in self._flatten_layers():
-            if isinstance(layer, (LayerNorm, MultiHeadSelfAttention)):
-                layer.served = bool(enabled)
-        self.vectors_served = bool(enabled)
-
-    @contextlib.contextmanager
-    def without_pooler(self, skip=True):
-        """While open (if `skip`), graphs traced leave the pooler out:
-        `pooled_output` is the unpooled `[CLS]` state. For a served model
-        that does not read the pooler, whose weights would otherwise be
-        handed to every row-class copy of the encoder on each request."""
-        before, self.pooler_served = self.pooler_served, not skip
-        try:
-            yield
-        finally:
-            self.pooler_served = before
-
-    def inlined_variables(self):
-        """The variables traced graphs read as constants: all the
-        encoder's weights while `inline_weights` is on (not dropout's seed
-        states, which serving never reads)."""
-        if not self.weights_inlined:
-            return []
-        return [v for v in self.variables if "float" in str(v.dtype)]
-
-    def _inlined(self, name, variables, function):
-        if name not in self._inlined_functions:
-            self._inlined_functions[name] = with_constant_weights(
-                variables, function)
-        return self._inlined_functions[name]
-
     def call(self, inputs, training=None, mask=None, **kwargs):
         inputs = select_inputs(inputs, INPUT_NAMES)
-        if self.weights_inlined and not training and \
-                not tf.executing_eagerly():
-            blocks = {id(v) for v in self._block_weights()}
-            # The blocks' constants live in their own function, which each
-            # row-class copy calls: stored once.
-            return self._inlined("forward", [
-                v for v in self.inlined_variables() if id(v) not in blocks],
-                self._forward)(inputs)
-        if self.vectors_served and not training:
-            with vectors_as_constants(self.variables):
-                return self._forward(inputs)
-        return self._forward(inputs, training)
-
-    def _forward(self, inputs, training=None):
         x = embedding_output = self.embeddings(
             inputs["input_word_ids"], inputs["input_type_ids"],
             training=training)
@@ -351,65 +230,19 @@ class BertEncoder(keras.Model):
                                     self.config.attention == "causal")
         shape = tf.shape(x)
         rows = tf.reshape(x, (-1, self.config.hidden_size))
-        layer_rows = self._blocks(rows, bias, training)
-        sequence_output = tf.reshape(layer_rows[-1], shape)
-        first = sequence_output[:, 0, :]
-        return {
-            "sequence_output": sequence_output,
-            "pooled_output": self.pooler(first) if self.pooler_served or
-            training else first,
-            "encoder_outputs": [tf.reshape(r, shape) for r in layer_rows],
-            "embedding_output": embedding_output,
-        }
-
-    def _blocks(self, rows, bias, training):
-        """Each transformer block's output rows, from the embedding rows;
-        in traced graphs, by row class when `branch_by_rows` asked."""
-        if self.weights_inlined and not training:
-            run = self._inlined("blocks", self._block_weights(),
-                                self._run_blocks)
-        else:
-            def run(rows, bias):
-                return self._run_blocks(rows, bias, training)
-        if (tf.executing_eagerly() or not self.row_class_bounds
-                or rows_classed()):
-            return run(rows, bias)
-        return tf.switch_case(
-            row_class(tf.shape(rows)[0], self.row_class_bounds),
-            [lambda: run(rows, bias)] * (len(self.row_class_bounds) + 1))
-
-    def _block_weights(self):
-        inlined = {id(v) for v in self.inlined_variables()}
-        return [v for block in self.transformer_layers
-                for v in block.variables if id(v) in inlined]
-
-    def _run_blocks(self, rows, bias, training=None):
-        outputs, rows_shape = [], tf.shape(rows)  # once, for every layer
-        if self._folds_betas(training):
-            return self._run_blocks_without_betas(rows, bias, rows_shape)
+        rows_shape = tf.shape(rows)  # once, for every layer
+        layer_rows = []
         for block in self.transformer_layers:
             rows = block(rows, training=training, attention_bias=bias,
                          rows_shape=rows_shape)
-            outputs.append(rows)
-        return outputs
-
-    def _folds_betas(self, training):
-        return (self.vectors_served and not training and not
-                self.weights_inlined and not tf.executing_eagerly() and
-                all(block.folds_betas() for block in self.transformer_layers))
-
-    def _run_blocks_without_betas(self, rows, bias, rows_shape):
-        """`_run_blocks` in a served graph, each norm's beta folded into
-        the biases after it (`TransformerBlock.call_without_betas`): each
-        layer's output gets its beta back in one add, which Grappler
-        drops where nothing reads it (all but the last)."""
-        outputs, missing = [], None
-        for block in self.transformer_layers:
-            with tf.name_scope(block.name):
-                rows, missing = block.call_without_betas(rows, missing, bias,
-                                                         rows_shape)
-            outputs.append(rows if missing is None else rows + missing)
-        return outputs
+            layer_rows.append(rows)
+        sequence_output = tf.reshape(rows, shape)
+        return {
+            "sequence_output": sequence_output,
+            "pooled_output": self.pooler(sequence_output[:, 0, :]),
+            "encoder_outputs": [tf.reshape(r, shape) for r in layer_rows],
+            "embedding_output": embedding_output,
+        }
 
     @property
     def token_embedding(self):

@@ -75,13 +75,8 @@ class BertPretrainer(keras.Model):
 
         # === Functional model ===
         inputs = encoder_inputs(PRETRAINING_INPUT_NAMES)
-        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
-        outputs = {"mlm_logits": self.masked_lm(
-            encoded["sequence_output"], inputs["masked_lm_positions"])}
-        if nsp:
-            outputs["nsp_logits"] = self.next_sentence(
-                encoded["pooled_output"])
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        super().__init__(inputs=inputs,
+                         outputs=self.call_with(encoder, inputs), **kwargs)
 
         # === Config ===
         self.nsp = nsp
@@ -98,6 +93,22 @@ class BertPretrainer(keras.Model):
     def call(self, inputs, training=None, mask=None, **kwargs):
         return super().call(select_inputs(inputs, PRETRAINING_INPUT_NAMES),
                             training=training, mask=mask, **kwargs)
+
+    def call_with(self, encode, inputs):
+        """The heads' logits on `encode`'s outputs (`encode`: the encoder,
+        or an export's served encoder, `bert_tf.models.served`)."""
+        encoded = encode({name: inputs[name] for name in INPUT_NAMES})
+        outputs = {"mlm_logits": self.masked_lm(
+            encoded["sequence_output"], inputs["masked_lm_positions"])}
+        if self.next_sentence is not None:
+            outputs["nsp_logits"] = self.next_sentence(
+                encoded["pooled_output"])
+        return outputs
+
+    @property
+    def reads_pooled_output(self):
+        """Whether a head reads the pooler (next-sentence prediction)."""
+        return self.next_sentence is not None
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
                      training=True):

@@ -10,10 +10,8 @@ them alike.
 """
 
 import keras
-import tensorflow as tf
 
 from bert_tf.layers.heads import ClassificationHead, MaskedMeanPool
-from bert_tf.models.inlined import vectors_as_constants
 from bert_tf.models.encoder import (INPUT_NAMES, BertEncoder,
                                     encoder_inputs, from_config_with_encoder,
                                     select_inputs)
@@ -109,26 +107,16 @@ class TaskModel(keras.Model):
                 "dtype": encoder.dtype_policy, "name": self.CHECKPOINT_ROOT}
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        inputs = select_inputs(inputs, INPUT_NAMES)
-        run = super().call
-        if getattr(self.encoder, "weights_inlined", False) and not training \
-                and mask is None and not tf.executing_eagerly():
-            # A served graph (`BertEncoder.inline_weights`): the head reads
-            # its weights as constants too; the encoder its own. One
-            # function per model while the encoder's weights are inlined:
-            # each call of it in a graph (the chunk loop's branches) reuses
-            # its trace.
-            inlined = {id(v) for v in self.encoder.variables}
-            return self.encoder._inlined(
-                ("task_model", id(self)),
-                [v for v in self.variables if id(v) not in inlined and
-                 "float" in str(v.dtype)],
-                lambda x: run(x, training=False))(inputs)
-        if getattr(self.encoder, "vectors_served", False) and not training:
-            with vectors_as_constants(self.variables), \
-                    self.encoder.without_pooler(not self.reads_pooled_output):
-                return run(inputs, training=training, mask=mask, **kwargs)
-        return run(inputs, training=training, mask=mask, **kwargs)
+        return super().call(select_inputs(inputs, INPUT_NAMES),
+                            training=training, mask=mask, **kwargs)
+
+    def call_with(self, encode, inputs):
+        """What calling the model computes (in inference), with `encode`
+        (a function of the encoder inputs that returns the encoder's
+        outputs) as its encoder: an export's served encoder
+        (`bert_tf.models.served`)."""
+        return self.head_on(encode(select_inputs(inputs, INPUT_NAMES)),
+                            inputs)
 
     def checkpoint_heads(self):
         """The head by checkpoint root (see `checkpoints/layout.py`)."""

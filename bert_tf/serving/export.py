@@ -183,23 +183,24 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     models_root(out, server_config)  # a wrong --server-config: before work
     limits_lib.check_given(max_input_chars, max_batch_chars,
                            max_batch_rows)
-    precision = precision_lib.resolve(precision, log)
+    precision = precision_lib.Precision.parse(precision, log)
     spec, vocab, model, make_module = tasks.get_kind(kind).build_export(
-        checkpoint, fixed_length=fixed_length,
-        dtype=precision_lib.POLICIES[precision], **options)
+        checkpoint, fixed_length=fixed_length, dtype=precision.policy,
+        **options)
     limits = limits_lib.resolve(
         tasks.get_kind(kind), spec, getattr(model, "encoder", model).config,
         max_input_chars, max_batch_chars, max_batch_rows, log)
     int8 = quantize_lib.quantize(model, precision, spec, vocab, calibration,
                                   calibration_texts, log)
-    rows = quantize_lib.branch_by_rows(model, precision)
-    quantize_lib.serving_form(model)
+    served = quantize_lib.served(model, precision)
     if dataclasses.is_dataclass(spec):  # a task's typed spec
         spec = config_lib.to_dict(spec)
-    spec = {**spec, "precision": precision,
+    spec = {**spec, "precision": precision.name,
             **({"int8": int8} if int8 else {}),
-            **({"row_classes": list(rows)} if rows else {}), **limits}
-    return _write_export(out, spec, vocab, model, log, make_module,
+            **({"row_classes": list(served.row_classes)}
+               if served.row_classes else {}), **limits}
+    return _write_export(out, spec, vocab, model, log,
+                         lambda saved: make_module(served, saved),
                          server_config)
 
 
@@ -320,17 +321,13 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
         tasks.get_kind(kind), spec, getattr(model, "encoder", model).config,
         max_input_chars, max_batch_chars, max_batch_rows, log)
     task = tasks.get_kind(kind)(spec)
-    # The user's model may train on after the export: the served form is
-    # for the export's traces only.
-    quantize_lib.serving_form(model)
-    try:
-        return _write_export(
-            out, {**config_lib.to_dict(spec), "precision": "fp32", **limits},
-            vocab, model, log,
-            lambda saved: task.serving_module(model, saved, fixed_length),
-            server_config)
-    finally:
-        quantize_lib.serving_form(model, False)
+    served = quantize_lib.served(model, precision_lib.FP32)
+    return _write_export(
+        out, {**config_lib.to_dict(spec), "precision": "fp32",
+              "row_classes": list(served.row_classes), **limits},
+        vocab, model, log,
+        lambda saved: task.serving_module(served, saved, fixed_length),
+        server_config)
 
 
 def _check_out(out, overwrite, log=print):
@@ -438,14 +435,14 @@ def load_exported(path, serving_only=False):
     check_export_files(path)
     info = GPath(path) / "assets.extra" / "bert_tf.json"
     info = json.loads(info.read_text()) if info.is_file() else {}
-    precision = info.get("precision", "fp32")
+    precision = precision_lib.Precision.parse(info.get("precision", "fp32"))
     if serving_only:
         serving_only_process(info)
     try:
         loaded = tf.saved_model.load(str(path))
     except Exception as error:  # noqa: BLE001 (any damage, any file)
         raise broken_export_error(path, error) from None
-    precision_lib.warn_if_emulated(precision, path)
+    precision.warn_if_emulated(path)
     return loaded
 
 

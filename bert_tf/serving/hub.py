@@ -232,9 +232,8 @@ def export_hub(checkpoint, out, log=print, overwrite=False, seq_length=128,
     limits = limits_lib.export_fields(max_input_chars, max_batch_chars,
                                       max_batch_rows)
     check_writable(out.parent, "the hub export")
-    precision = precision_lib.resolve(precision, log)
-    pretrained = checkpoints.load_encoder(
-        checkpoint, dtype=precision_lib.POLICIES[precision])
+    precision = precision_lib.Precision.parse(precision, log)
+    pretrained = checkpoints.load_encoder(checkpoint, dtype=precision.policy)
     quantize_lib.quantize(pretrained.encoder, precision,
                            {"seq_length": seq_length}, pretrained.vocab,
                            texts_file=calibration_texts, log=log)
@@ -263,9 +262,9 @@ def _write_hub_modules(staging, pretrained, seq_length, lower_case,
                 k: v for k, v in limits.items() if k != "pads_to_longest"}),
         "encoder": HubEncoder(pretrained.encoder, vocab)}
     info = {"kind": "hub", "checkpoint": str(checkpoint),
-            "seq_length": seq_length, "precision": precision, **limits, **{
-                k: getattr(pretrained.config, k) for k in (
-                    "num_layers", "hidden_size", "vocab_size")}}
+            "seq_length": seq_length, "precision": precision.name,
+            **limits, **{k: getattr(pretrained.config, k) for k in (
+                "num_layers", "hidden_size", "vocab_size")}}
     ops = {}
     for name, module in modules.items():
         path = staging / name

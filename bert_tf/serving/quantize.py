@@ -1,34 +1,25 @@
 """What an export does to its model for its precision (chosen in
 `bert_tf/precision.py`): int8 quantization of the encoder's matmuls,
 calibrated on the run's own training examples or on given texts, and the
-fp32 graph copy per row class that keeps oneDNN's reordered weights.
+served form each export traces, with the fp32 graph copy per row class
+that keeps oneDNN's reordered weights.
 """
 
 import dataclasses
 
 from bert_tf.precision import CALIBRATION_BATCH, CALIBRATION_EXAMPLES
 
-def branch_by_rows(model, precision):
-    """An fp32 `model`'s encoder run in one graph copy per row class
-    (`BertEncoder.branch_by_rows`), so that its served matmuls may keep
-    their reordered weights; returns the class bounds (() for other
-    precisions)."""
-    if precision != "fp32":
-        return ()
-    encoder = getattr(model, "encoder", model)
-    encoder.branch_by_rows()
-    return encoder.row_class_bounds
+def served(model, precision):
+    """`model` (a task model, a pre-trainer or an encoder) as its export
+    in `precision` (a `bert_tf.precision.Precision`) traces it
+    (`bert_tf.models.served.ServedModel`). fp32 runs its encoder in one
+    graph copy per row class, so that its served matmuls may keep their
+    reordered weights (`bert_tf.serving.runtime`)."""
+    from bert_tf.models.chunked import ROW_CLASS_BOUNDS
+    from bert_tf.models.served import ServedModel
 
-
-def serving_form(model, enabled=True):
-    """The encoder of `model` (a task model, a pre-trainer or an encoder)
-    traced in its served form (`BertEncoder.serving_form`): what every
-    export serves. Its weights stay variables: served as graph constants
-    (`BertEncoder.inline_weights`), TensorFlow's runtime copies them with
-    each copy of the function library and each inlined call site, and a
-    loaded BERT-Base export held 18 GB (MiniLM-L6: 3.5 GB, against about
-    1 GB with variables)."""
-    getattr(model, "encoder", model).serving_form(enabled)
+    return ServedModel(model, ROW_CLASS_BOUNDS if precision.row_classes
+                       else ())
 
 
 def quantize(model, precision, spec=None, vocab=None, examples=0,
@@ -38,7 +29,7 @@ def quantize(model, precision, spec=None, vocab=None, examples=0,
     calibrated as `calibration(model, spec, vocab, examples, texts_file)`
     says. Returns what goes into the export's `bert_tf.json` (None unless
     int8)."""
-    if precision != "int8":
+    if not precision.quantized:
         return None
     import tensorflow as tf
 
@@ -118,4 +109,4 @@ def calibration(model, spec, vocab, examples=CALIBRATION_EXAMPLES,
     return lambda: [model(batch[0], training=False) for batch in batches]
 
 
-__all__ = ["branch_by_rows", "calibration", "quantize", "serving_form"]
+__all__ = ["calibration", "quantize", "served"]

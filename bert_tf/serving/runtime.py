@@ -12,7 +12,7 @@ depends on its row count (tokens in the batch): it keeps the layout of its
 first call and reorders its weights on every call of the other kind, so
 after one batch of 8 sentences single sentences took 71 ms instead of 36.
 fp32 exports therefore run their encoder in one graph copy per class of
-row counts (`BertEncoder.branch_by_rows`, recorded as `row_classes` in
+row counts (`bert_tf.models.served.ServedModel`, recorded as `row_classes` in
 `bert_tf.json`): each kernel then sees one layout, and those exports are
 served with it too. Older fp32 exports, without the copies, are not.
 
@@ -44,9 +44,11 @@ def keeps_reordered_weights(info):
         >>> keeps_reordered_weights({"precision": "fp32", "row_classes": [7, 81]})
         True
     """
-    precision = info.get("precision", "fp32")
-    return precision == "bf16" or (precision == "fp32" and
-                                   bool(info.get("row_classes")))
+    from bert_tf.precision import BF16, Precision
+
+    precision = Precision.parse(info.get("precision", "fp32"))
+    return precision is BF16 or (precision.row_classes and
+                                 bool(info.get("row_classes")))
 
 
 def serving_only_process(info, environ=None):

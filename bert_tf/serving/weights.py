@@ -1,6 +1,7 @@
 """The weights an export holds: its tracked variables, and any constants
-its graphs read weights as (`BertEncoder.inline_weights`), which keep
-their variables' paths as names."""
+its graphs read weights as (an export's served form reads its vectors as
+constants: `bert_tf.models.served`), which keep their variables' paths as
+names."""
 
 def graph_constants(export_dir, names):
     """{name: NumPy value} of the SavedModel's constants named in `names`
@@ -35,7 +36,7 @@ def restore_exported_weights(model, loaded, export_dir):
     saved = [v for v in getattr(loaded, "model_variables", [])
              if v.dtype.is_floating]
     # An export keeps every weight as a variable, though its graphs read
-    # the vectors as constants (`BertEncoder.serving_form`).
+    # the vectors as constants (`bert_tf.models.served`).
     constants = {} if len(saved) == len(weights) else graph_constants(
         export_dir, [v.path for v in weights])
     rest = [v for v in weights if v.path not in constants]

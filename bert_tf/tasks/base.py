@@ -343,7 +343,9 @@ class Task(TransferHooks, ExportKind):
     def build_export(cls, checkpoint, fixed_length=False, dtype=None):
         """(spec, vocab, model, make_module) of the export of a fine-tuning
         run of this kind (`bert_tf.serving.export.export` writes it), the
-        model built in the Keras dtype policy `dtype` (None: the global)."""
+        model built in the Keras dtype policy `dtype` (None: the global);
+        `make_module(served, vocab)` builds the exported module around the
+        served form of the model (`bert_tf.models.served.ServedModel`)."""
         best, spec = read_spec(checkpoint)
         if spec.kind != cls.kind:
             raise ValueError(f"{checkpoint} is a {spec.kind} run, not "
@@ -351,7 +353,8 @@ class Task(TransferHooks, ExportKind):
         task = cls(spec)
         model, vocab = restore_finetuned(task, best, dtype=dtype)
         return task.spec, vocab, model, (
-            lambda saved: task.serving_module(model, saved, fixed_length))
+            lambda served, saved: task.serving_module(served, saved,
+                                                      fixed_length))
 
     def serving_module(self, model, vocab, fixed_length=False):
         """A `tf.Module` with `signatures()` and `warmup_requests()`; its

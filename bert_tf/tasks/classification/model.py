@@ -96,6 +96,12 @@ class BertClassifier(TaskModel):
             select_inputs(inputs, INPUT_NAMES), training=training),
             inputs, training)
 
+    def window_outputs_with(self, encode, inputs):
+        """`window_outputs` in inference with `encode` as the encoder (as
+        `call_with`)."""
+        return self._window_head(encode(select_inputs(inputs, INPUT_NAMES)),
+                                 inputs)
+
     def pool(self, window_outputs, inputs):
         """Document logits [D, K] from `window_outputs` of all the windows
         of `inputs` (`window_document`, and `windows` for D)."""

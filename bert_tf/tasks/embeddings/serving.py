@@ -124,8 +124,8 @@ class Embeddings(ExportKind):
                 "num_layers": encoder.config.num_layers,
                 "hidden_size": encoder.config.hidden_size}
         return spec, pretrained.vocab, encoder, (
-            lambda vocab: EmbeddingModule(encoder, vocab, spec,
-                                          fixed_length))
+            lambda served, vocab: EmbeddingModule(served, vocab, spec,
+                                                  fixed_length))
 
     @classmethod
     def build_tflite(cls, checkpoint, seq_length=128, normalize=True):

@@ -193,8 +193,8 @@ class FillMask(ExportKind):
                 "seq_length": seq_length, "marker": marker,
                 "top_k": top_k, "max_masks": max_masks}
         return spec, pretrained.vocab, pretrainer, (
-            lambda vocab: FillMaskModule(pretrainer, vocab, spec,
-                                         fixed_length))
+            lambda served, vocab: FillMaskModule(served, vocab, spec,
+                                                 fixed_length))
 
     @classmethod
     def print_predictions(cls, loaded, args, log=print):

@@ -98,23 +98,30 @@ class BertMultipleChoice(TaskModel):
             1, dropout, hidden_activation=self.HIDDEN_ACTIVATIONS[pooling],
             **self._head_args(encoder))
 
+        self.flatten = {name: FlattenChoices(name=f"flatten_{name}")
+                        for name in INPUT_NAMES}
+        self.choice_logits = ChoiceLogits(name="choice_logits")
+        self.pooling = pooling
+
         # === Functional model ===
         inputs = {name: keras.Input(shape=(None, None), dtype="int32",
                                     name=name) for name in INPUT_NAMES}
-        rows = {name: FlattenChoices(name=f"flatten_{name}")(tensor)
-                for name, tensor in inputs.items()}
-        outputs = encoder(rows)
-        scores = self.head(outputs["pooled_output"] if pooling == "cls" else
-                           outputs["sequence_output"][:, 0, :])
-        logits = ChoiceLogits(name="choice_logits")(
-            scores, inputs["input_word_ids"])
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        super().__init__(inputs=inputs, outputs=self.call_with(
+            encoder, inputs), **kwargs)
 
         # === Config ===
         self.dropout = dropout
-        self.pooling = pooling
 
     @property
     def reads_pooled_output(self):
         """Whether the head reads the encoder's pooler."""
         return self.pooling == "cls"
+
+    def call_with(self, encode, inputs):
+        """The choices' logits [batch, C] with `encode` as the encoder (the
+        encoder, or an export's served one: `bert_tf.models.served`)."""
+        outputs = encode({name: self.flatten[name](inputs[name])
+                          for name in INPUT_NAMES})
+        scores = self.head(outputs["pooled_output"] if self.pooling == "cls"
+                           else outputs["sequence_output"][:, 0, :])
+        return self.choice_logits(scores, inputs["input_word_ids"])

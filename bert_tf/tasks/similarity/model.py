@@ -47,17 +47,32 @@ class BertBiEncoder(keras.Model):
 
     def embed(self, inputs, training=None):
         """Unit-length embeddings [rows, H] of encoder inputs [rows, seq]."""
-        outputs = self.encoder({k: inputs[k] for k in INPUT_NAMES},
-                               training=training)
+        return self.embed_with(
+            lambda rows: self.encoder(rows, training=training), inputs)
+
+    def embed_with(self, encode, inputs):
+        """`embed` with `encode` (inputs -> the encoder's outputs) as the
+        encoder: an export's served encoder (`bert_tf.models.served`)."""
+        outputs = encode({k: inputs[k] for k in INPUT_NAMES})
         return normalized(self.pool(outputs["sequence_output"],
                                     inputs["input_mask"]))
 
     def call(self, inputs, training=None):
+        return self.call_with(
+            lambda rows: self.encoder(rows, training=training), inputs)
+
+    def call_with(self, encode, inputs):
+        """The cosine of each pair (`call`) with `encode` as the encoder."""
         rows = {k: ops.reshape(inputs[k], (-1, ops.shape(inputs[k])[-1]))
                 for k in INPUT_NAMES}
-        pairs = ops.reshape(self.embed(rows, training),
+        pairs = ops.reshape(self.embed_with(encode, rows),
                             (-1, 2, self.encoder.config.hidden_size))
         return ops.sum(pairs[:, 0] * pairs[:, 1], axis=-1)
+
+    @property
+    def reads_pooled_output(self):
+        """The embeddings pool the sequence: the pooler is not read."""
+        return False
 
     def checkpoint_heads(self):
         return {}

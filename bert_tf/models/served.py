@@ -1,0 +1,227 @@
+"""The served form of a model: what every export traces, built in one place.
+
+Training, evaluation and Python inference call the Keras models. An export
+wraps its model in a `ServedModel`, and its graphs call that instead. The
+numbers are the same (to float32 rounding); the graph is smaller:
+
+- the vectors (biases, layer-norm gammas and betas) are constants of the
+  graph, named as the variables, but for all-zero ones; the matrices stay
+  variables (exports keep their weights as variables:
+  `docs/guides/serving.md`, "Weights as constants");
+- each layer norm takes the served form of `bert_tf.layers.norm`;
+- each norm's beta is folded into the biases of the dense layers it feeds
+  (`bert_tf.layers.folding`), for float dense layers;
+- the attention transposes heads with TensorFlow's own kernel
+  (`bert_tf.layers.transformer.transpose_heads`);
+- the pooler runs only for a head that reads it.
+
+The graph copy per row class (fp32 exports) is `map_in_chunks`'s, asked by
+`row_classes` (`bert_tf.models.chunked`).
+"""
+
+import contextlib
+
+import keras
+import tensorflow as tf
+
+from bert_tf.layers.folding import beta_of, biases_with, foldable
+from bert_tf.layers.norm import served_layer_norm
+from bert_tf.layers.transformer import attention_logit_bias, transpose_heads
+from bert_tf.models.encoder import INPUT_NAMES, select_inputs
+
+
+@contextlib.contextmanager
+def vectors_as_constants(variables):
+    """Within it, traced layers read the float weights of rank 0 or 1
+    among `variables` (biases, layer-norm gammas and betas) as constants
+    of the graph being traced, named by the variables' paths; the others
+    stay variables. Yields {id(variable): NumPy value} of those vectors.
+
+    A variable costs a request a handle, a read and a hand-off into each
+    function and branch around it (five nodes in an fp32 export), a
+    constant one node; vectors are small enough to copy with each branch
+    and function library.
+
+    Examples:
+        >>> dense = keras.layers.Dense(2, name="head")
+        >>> dense.build((None, 3))
+        >>> _ = dense.bias.assign([0.5, -0.5])
+        >>> @tf.function
+        ... def served(x):
+        ...     with vectors_as_constants(dense.variables):
+        ...         return dense(x)
+        >>> x = tf.ones((1, 3))
+        >>> graph = served.get_concrete_function(x).graph
+        >>> sorted(n.name for n in graph.as_graph_def().node
+        ...        if n.op == "Const" and "bias" in n.name)
+        ['head/bias']
+        >>> bool(tf.reduce_all(served(x) == dense(x)))
+        True
+    """
+    variables = [v for v in variables if len(v.shape) <= 1 and
+                 "float" in str(v.dtype)]
+    with tf.init_scope():  # their values, read eagerly
+        values = {id(v): v.numpy() for v in variables}
+    # An all-zero bias as a constant is folded away by Grappler, and its
+    # matmul then loses the fusion with bias and GELU that oneDNN runs (a
+    # random BERT-Base's batch-1 p50 rose from 48 to 56 ms): such vectors
+    # stay variables.
+    kept = [v for v in variables if values[id(v)].any()]
+    # At the graph's top scope, so that they are named as the variables
+    # (`bert_tf.serving.weights.graph_constants` finds them by path).
+    with tf.compat.v1.get_default_graph().name_scope(""):
+        constants = [tf.constant(values[id(v)], name=v.path) for v in kept]
+    with keras.StatelessScope(state_mapping=list(zip(kept, constants))):
+        yield values
+
+
+class ServedEncoder:
+    """A `BertEncoder` as exports trace it (see the module docstring):
+    called like the encoder, it returns the same outputs.
+
+    Args:
+        encoder: the `BertEncoder`, in float32 or bf16, or with int8
+            matmuls (`BertEncoder.to_int8`).
+        pooler: False: `pooled_output` is the `[CLS]` state unpooled, for
+            a model whose head does not read it.
+
+    Examples:
+        >>> import numpy as np
+        >>> from bert_tf.models.encoder import BertEncoder
+        >>> encoder = BertEncoder.from_preset("bert_tiny")
+        >>> inputs = {"input_word_ids": np.array([[2, 7, 3]], "int32"),
+        ...           "input_mask": np.ones((1, 3), "int32"),
+        ...           "input_type_ids": np.zeros((1, 3), "int32")}
+        >>> served = tf.function(ServedEncoder(encoder))(inputs)
+        >>> float(np.abs(served["pooled_output"] -
+        ...             encoder(inputs)["pooled_output"]).max()) < 1e-5
+        True
+    """
+
+    def __init__(self, encoder, pooler=True):
+        self.encoder = encoder
+        self.pooler = pooler
+        self.config = encoder.config
+
+    def __call__(self, inputs, training=False):
+        if training:
+            raise ValueError("A served encoder does not train: call the "
+                             "BertEncoder itself.")
+        inputs = select_inputs(inputs, INPUT_NAMES)
+        with vectors_as_constants(self.encoder.variables) as values:
+            return self._forward(inputs, values)
+
+    def _forward(self, inputs, values):
+        encoder = self.encoder
+        norm = encoder.embeddings.layer_norm
+        x = embedding_output = encoder.embeddings(
+            inputs["input_word_ids"], inputs["input_type_ids"],
+            norm=lambda x: served_layer_norm(norm, x))
+        # Computed once for all layers; the blocks run on token rows.
+        bias = attention_logit_bias(inputs["input_mask"],
+                                    self.config.attention == "causal")
+        shape = tf.shape(x)
+        layer_rows = self._blocks(
+            tf.reshape(x, (-1, self.config.hidden_size)), bias, values)
+        sequence_output = tf.reshape(layer_rows[-1], shape)
+        first = sequence_output[:, 0, :]
+        return {
+            "sequence_output": sequence_output,
+            "pooled_output": encoder.pooler(first) if self.pooler else first,
+            "encoder_outputs": [tf.reshape(r, shape) for r in layer_rows],
+            "embedding_output": embedding_output,
+        }
+
+    def _blocks(self, rows, bias, values):
+        """Each block's output rows. With float matmuls, each norm's beta
+        is added by the biases after it (`served_block`): each layer's
+        output gets its beta back in one add, which Grappler drops where
+        nothing reads it (all but the last)."""
+        blocks = self.encoder.transformer_layers
+        fold = all(foldable(dense) for block in blocks
+                   for dense in block_matmuls(block))
+        outputs, missing, rows_shape = [], None, tf.shape(rows)
+        for block in blocks:
+            with tf.name_scope(block.name):
+                rows, missing = served_block(block, rows, missing, bias,
+                                             rows_shape, values, fold)
+            outputs.append(rows if missing is None else rows + missing)
+        return outputs
+
+
+def block_matmuls(block):
+    """The four dense layers of a `TransformerBlock`."""
+    return (block.attention.qkv, block.attention.output_dense,
+            block.intermediate, block.output_dense)
+
+
+def served_block(block, rows, missing, bias, rows_shape, values, fold):
+    """A `TransformerBlock` on token rows that lack `missing` (the beta
+    of the norm before, float32 [H], or None), served: returns (its output
+    rows, less the output norm's beta when `fold`, that beta or None).
+    `values`: the NumPy values of the vectors ({id(variable): value})."""
+    attention = block.attention
+    with biases_with(missing, values, fed=[attention.qkv],
+                     residual=[attention.output_dense]):
+        attended = attention(rows, attention_bias=bias,
+                             rows_shape=rows_shape, transpose=transpose_heads)
+    rows = served_layer_norm(block.attention_norm,
+                             rows + tf.cast(attended, rows.dtype),
+                             add_beta=not fold)
+    missing = beta_of(block.attention_norm, values) if fold else None
+    with biases_with(missing, values, fed=[block.intermediate],
+                     residual=[block.output_dense]):
+        hidden = block.output_dense(block.intermediate(rows))
+    rows = served_layer_norm(block.output_norm,
+                             rows + tf.cast(hidden, rows.dtype),
+                             add_beta=not fold)
+    return rows, beta_of(block.output_norm, values) if fold else None
+
+
+class ServedModel:
+    """A task model, pre-trainer or encoder as exports trace it: calls
+    give what the model's own calls give, with the encoder served
+    (`ServedEncoder`) and the head's vectors as constants. Any other
+    attribute is the model's (its config, `variables`, `is_windowed`...).
+
+    Args:
+        model: the Keras model; it answers `call_with(encode, inputs)`
+            (what `model(inputs)` computes, with `encode` as its encoder),
+            or is a `BertEncoder`.
+        row_classes: the row-class bounds `map_in_chunks` copies the
+            graph by (fp32 exports; `bert_tf.models.chunked`), or ().
+    """
+
+    def __init__(self, model, row_classes=()):
+        self.model = model
+        self.row_classes = tuple(int(b) for b in row_classes)
+        encoder = getattr(model, "encoder", model)
+        self.encoder = ServedEncoder(encoder)
+        self._encode = ServedEncoder(encoder, pooler=getattr(
+            model, "reads_pooled_output", True))
+        encoder_ids = {id(v) for v in encoder.variables}
+        self._head_variables = [v for v in model.variables
+                                if id(v) not in encoder_ids]
+
+    def __call__(self, inputs, training=False):
+        if self.model is self.encoder.encoder:
+            return self.encoder(inputs)
+        return self.run("call_with", inputs)
+
+    def run(self, method, inputs):
+        """`model.<method>(encode, inputs)` with the served encoder and the
+        head's vectors as constants."""
+        with vectors_as_constants(self._head_variables):
+            return getattr(self.model, method)(self._encode, inputs)
+
+    def window_outputs(self, inputs, training=False):
+        """A windowed classifier's `window_outputs`, served."""
+        return self.run("window_outputs_with", inputs)
+
+    def embed(self, inputs, training=False):
+        """A similarity model's `embed`, served."""
+        return self.run("embed_with", inputs)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
