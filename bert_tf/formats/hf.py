@@ -248,14 +248,6 @@ HEAD_POOLING = {"bert": "cls", "distilbert": "cls_relu",
                 "electra": "cls_gelu"}
 
 
-def assign_head(head, tensors, hidden, output, where):
-    """Sets a `ClassificationHead` from the torch `Linear`s `hidden` (its
-    dense layer before, or None) and `output` in `tensors`."""
-    if hidden:
-        head.hidden.set_weights(list(linear(tensors, hidden, where)))
-    head.dense.set_weights(list(linear(tensors, output, where)))
-
-
 def linear(tensors, name, where):
     """(kernel, bias) of the torch `Linear` `name` in `tensors`, as a Keras
     `Dense` holds them (the kernel transposed); a missing one is an error
@@ -284,6 +276,14 @@ def read_hf(path):
         (EncoderConfig, canonical weights dict, list of ignored names).
     """
     directory, _, tensors = read_hf_files(path)
+    return map_hf(directory, tensors)
+
+
+def map_hf(directory, tensors):
+    """(EncoderConfig, canonical weights dict, list of ignored names) of
+    the tensors `read_hf_files` read from the HF checkpoint `directory`:
+    the encoder's weights in our names, checked against its config. A
+    task head's tensors are left to its kind (`bert_tf.tasks.hf_runs`)."""
     config = encoder_config_from_json(
         find_file(directory, ("config.json",), "HF config.json"), "hf")
     weights, ignored = {}, []

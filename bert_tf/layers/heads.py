@@ -161,6 +161,20 @@ class ClassificationHead(ConfigLayer):
             tuple(pooled_output.shape[:-1]) + (self.num_classes,),
             dtype="float32")
 
+    def set_dense_weights(self, output, hidden=None):
+        """Sets the output layer's (kernel, bias) `output` and the hidden
+        layer's `hidden` (if it has one), as a Keras `Dense` holds them:
+        how a converted checkpoint's head arrives
+        (`bert_tf.formats.hf.linear`)."""
+        if (hidden is None) != (self.hidden is None):
+            raise ValueError(
+                f"{self.name} has {'a' if self.hidden else 'no'} hidden "
+                "layer; the weights given "
+                f"{'lack' if hidden is None else 'add'} one.")
+        if hidden is not None:
+            self.hidden.set_weights(list(hidden))
+        self.dense.set_weights(list(output))
+
 
 class MaskedMeanPool(keras.layers.Layer):
     """The mean of a sequence's vectors over its real (mask 1) positions.

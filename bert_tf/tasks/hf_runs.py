@@ -24,7 +24,7 @@ from bert_tf import checkpoints, sources
 from bert_tf import config as config_lib
 from bert_tf.formats.canonical import assign_weights
 from bert_tf.formats.files import find_vocab
-from bert_tf.formats.hf import (check_tokenizer_json, read_hf,
+from bert_tf.formats.hf import (check_tokenizer_json, map_hf,
                                 read_hf_files)
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
@@ -111,7 +111,7 @@ def from_hf(spec, log=print, dtype=None, vocab_path=None, labels=None):
             "version converts (sequence classification, question "
             "answering, token classification, multiple choice); an encoder "
             "converts with `bert-tf convert` into a checkpoint.")
-    config, weights, _ = read_hf(directory)
+    config, weights, _ = map_hf(directory, tensors)
     vocab_path = GPath(vocab_path) if vocab_path else find_vocab(directory)
     vocab = read_vocab(vocab_path)
     lower_case = lower_case_of(directory, vocab, vocab_path)

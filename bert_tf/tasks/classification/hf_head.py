@@ -10,7 +10,7 @@
   `cls_gelu`.
 """
 
-from bert_tf.formats.hf import HEAD_POOLING, assign_head, hf_labels
+from bert_tf.formats.hf import HEAD_POOLING, linear, hf_labels
 
 ARCHITECTURES = ("ForSequenceClassification",)
 # (hidden layer, output layer) of each family's head.
@@ -30,4 +30,7 @@ def spec_fields(hf_config, family):
 
 def assign(model, tensors, family, where):
     """Sets `model`'s head (a `BertClassifier`) from the HF tensors."""
-    assign_head(model.head, tensors, *_LAYERS[family], where)
+    hidden, output = _LAYERS[family]
+    model.head.set_dense_weights(
+        linear(tensors, output, where),
+        linear(tensors, hidden, where) if hidden else None)

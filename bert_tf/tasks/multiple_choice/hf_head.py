@@ -9,7 +9,7 @@
   layer + GELU on the first token), then `classifier`: `cls_gelu`.
 """
 
-from bert_tf.formats.hf import HEAD_POOLING, assign_head
+from bert_tf.formats.hf import HEAD_POOLING, linear
 
 ARCHITECTURES = ("ForMultipleChoice",)
 # (hidden layer, scoring layer) of each family's head.
@@ -25,4 +25,7 @@ def spec_fields(hf_config, family):
 
 def assign(model, tensors, family, where):
     """Sets `model`'s head (a `BertMultipleChoice`) from the HF tensors."""
-    assign_head(model.head, tensors, *_LAYERS[family], where)
+    hidden, output = _LAYERS[family]
+    model.head.set_dense_weights(
+        linear(tensors, output, where),
+        linear(tensors, hidden, where) if hidden else None)

@@ -22,4 +22,4 @@ def spec_fields(hf_config, family):
 
 def assign(model, tensors, family, where):
     """Sets `model`'s head (a `BertTokenClassifier`) from the HF tensors."""
-    model.head.dense.set_weights(list(linear(tensors, "classifier", where)))
+    model.head.set_dense_weights(linear(tensors, "classifier", where))
