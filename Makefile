@@ -20,7 +20,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/bert-tf demo
 
-# Everything: the suite and every docstring example in the package, in 3
+# Everything: the machine's speed (a slow host shows in the log), then the
+# suite and every docstring example in the package, in 3
 # processes, one file at a time each, in collection order (the longest
 # files first: tests/conftest.py), so the end of the run is not one long
 # file alone. 3 on 2 cores on purpose: a process often waits (on its
@@ -28,6 +29,7 @@ demo: $(STAMP)
 # keeps both cores busy (2-core EPYC, the same tests: 14:21 with 3
 # processes, 15:48 and 16:44 with 2).
 test: $(STAMP)
+	$(VENV)/bin/python benchmarks/machine_speed.py
 	$(VENV)/bin/python -m pytest -q tests --doctest-modules bert_tf -n 3 --dist loadfile --no-loadscope-reorder --durations=25
 
 # The inner loop: no test marked slow (training runs, exports, real
