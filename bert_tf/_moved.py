@@ -31,7 +31,7 @@ MOVED = {
     "bert_tf.tasks.squad_metrics": "bert_tf.tasks.span_qa.metrics",
     "bert_tf.tasks.tagging_decoding": "bert_tf.tasks.tagging.decoding",
     "bert_tf.text.qa_preprocessor": "bert_tf.tasks.span_qa.features",
-    "bert_tf.text.tagging_preprocessor": "bert_tf.text.word_windows",
+    "bert_tf.text.tagging_preprocessor": "bert_tf.tasks.tagging.preprocessor",
     "bert_tf.checkpoints.canonical": "bert_tf.formats.canonical",
     "bert_tf.checkpoints.files": "bert_tf.formats.files",
     "bert_tf.checkpoints.hf": "bert_tf.formats.hf",
@@ -59,6 +59,26 @@ RENAMED = {
         ("bert_tf.tasks.classification.data", "ClassificationData", None),
     ("bert_tf.tasks.classification.data", "load_task"):
         ("bert_tf.tasks.classification.data", "load_classification", None),
+    ("bert_tf.text.word_windows", "TaggingPreprocessor"):
+        ("bert_tf.tasks.tagging.preprocessor", "TaggingPreprocessor", None),
+    ("bert_tf.text.word_windows", "bert_words"):
+        ("bert_tf.text.windows", "bert_words", None),
+    ("bert_tf.text.dense", "char_offsets"):
+        ("bert_tf.text.windows", "char_offsets", None),
+    ("bert_tf.text.tokenizer", "byte_to_char_offsets"):
+        ("bert_tf.text.windows", "char_offsets", None),
+    ("bert_tf.text.dense", "dense_windows"):
+        ("bert_tf.text.windows", "dense_windows", None),
+    ("bert_tf.text.dense", "max_context"):
+        ("bert_tf.text.windows", "max_context", None),
+    ("bert_tf.text.dense", "capped"):
+        ("bert_tf.text.windows", "capped", None),
+    ("bert_tf.text.dense", "MAX_PIECES"):
+        ("bert_tf.text.windows", "MAX_PIECES", None),
+    ("bert_tf.text.word_windows", "word_windows"):
+        ("bert_tf.text.windows", "word_windows", None),
+    ("bert_tf.tasks.base", "ExportKind"):
+        ("bert_tf.tasks.base", "ExportOnlyKind", None),
     ("bert_tf.tasks.classification.data", "task_dataset"):
         ("bert_tf.tasks.classification.data", "classification_dataset",
          None),

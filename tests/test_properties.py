@@ -21,7 +21,7 @@ from bert_tf.tasks.multiple_choice.task import choice_features
 from bert_tf.tasks.span_qa.features import QAPreprocessor
 from bert_tf.tasks.span_qa.model import BertSpanLabeler
 from bert_tf.text.preprocessor import BertPreprocessor
-from bert_tf.text.word_windows import TaggingPreprocessor
+from bert_tf.tasks.tagging.preprocessor import TaggingPreprocessor
 from test_request_memory import VOCAB, WORDS
 
 TEXTS = st.one_of(
@@ -190,3 +190,30 @@ def test_choice_export_refuses_or_answers_any_request(served, context,
         assert outcome == "texts in one request"
     elif outcome == "answered":
         assert len(context) <= 4 * LIMITS["max_input_chars"]
+
+
+# Units a text is made of: whole characters, any single byte (stray
+# continuation bytes, overlong and surrogate leads, F5-FF), and the first
+# bytes of a multi-byte character cut short.
+UNITS = st.one_of(
+    st.characters(codec="utf-8").map(lambda c: c.encode()),
+    st.integers(0x80, 0xFF).map(lambda b: bytes([b])),
+    st.sampled_from(["é", "文", "\U0001F600"]).flatmap(
+        lambda c: st.integers(1, len(c.encode()) - 1).map(
+            lambda k: c.encode()[:k])))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(UNITS, max_size=40))
+def test_char_offsets_count_as_python_decodes(units):
+    """The one offsets function (`text.windows.char_offsets`, in the
+    SavedModel and TFLite featurizers alike) counts the characters before
+    each unit as `bytes.decode("utf-8", "replace")` does: a character
+    each, one for a cut-short character, one for each invalid byte."""
+    from bert_tf.text.windows import char_offsets
+
+    text = b"".join(units)
+    cuts = np.cumsum([0] + [len(u) for u in units])
+    got = char_offsets(tf.constant([text]), tf.constant([cuts]))[0]
+    want = [len(text[:cut].decode("utf-8", "replace")) for cut in cuts]
+    assert got.numpy().tolist() == want, (text, cuts)

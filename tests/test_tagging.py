@@ -22,7 +22,7 @@ from bert_tf.tasks.tagging import data as conll
 from bert_tf.tasks.tagging.decoding import decode_entities, entity_spans
 from bert_tf.tasks.tagging.metrics import entity_scores
 from bert_tf.tasks.tagging.model import BertTokenClassifier
-from bert_tf.text.word_windows import TaggingPreprocessor
+from bert_tf.tasks.tagging.preprocessor import TaggingPreprocessor
 
 LABELS = ("O", "B-LOC", "I-LOC", "B-PER", "I-PER")
 
@@ -122,7 +122,7 @@ def test_tflite_reads_texts_of_up_to_max_pieces(bert_vocab, pieces, over):
     """The TFLite featurizer reads a text of exactly `MAX_PIECES` pieces
     whole and flags one piece more as over its limit."""
     from bert_tf.tasks.tagging.tflite import tagging_windows
-    from bert_tf.text.dense import MAX_PIECES
+    from bert_tf.text.windows import MAX_PIECES
     from bert_tf.text.tokenizer import BertTokenizer
     assert MAX_PIECES == 4096
     out = tagging_windows(BertTokenizer(bert_vocab), bert_vocab,

@@ -1,17 +1,15 @@
 """Dense-op building blocks for graphs that TFLite builtins (plus tf-text's
 TFLite kernels) can run: no ragged kernels, no string `where`, `pad` or
-`substr`. The one featurizer and the post-processing of span QA and
-tagging are written with them (`span_qa.features.qa_windows`,
-`text.word_windows.word_windows`), so the SavedModel, training,
-evaluation and the TFLite files share them, and a request runs a few
-gathers instead of ragged construction per value.
+`substr`: padding ragged rows, placing rows by example, byte slices and
+whitespace words. The windows built on them are `bert_tf.text.windows`.
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 # tf-text's ops without their Python wrappers, which validate the ragged
 # tensors the ops made consistent (30-80 nodes a request each).
 from tensorflow_text.python.ops import byte_splitter, regex_split_ops
+
+from bert_tf import _moved
 
 
 def byte_slices(text, start, end):
@@ -98,131 +96,5 @@ def rows_by_example(values, example, num_examples, fill, width=None):
     return tf.where(present, placed, tf.cast(fill, values.dtype))
 
 
-def char_offsets(text, byte_offsets):
-    """Code points before each byte offset of each row of `text`.
-
-    Args:
-        text: tf.string [B].
-        byte_offsets: int [B, N] offsets into the rows (0 .. length).
-
-    Returns:
-        int32 [B, N]. A code point is counted at its lead byte (any byte
-        but a continuation byte 0x80-0xBF), so each invalid lead byte
-        counts as one, as the SavedModel's replacement character does; a
-        stray continuation byte counts as none.
-
-    Examples:
-        >>> char_offsets(tf.constant(["héllo"]),
-        ...              tf.constant([[0, 1, 3, 6]])).numpy().tolist()
-        [[0, 1, 2, 5]]
-    """
-    raw = tf_text.ByteSplitter().split(text)
-    # Padding reads as a continuation byte, so it counts as no character.
-    codes = raw.with_flat_values(tf.cast(raw.flat_values, tf.int32))
-    codes = codes.to_tensor(default_value=0x80)
-    codes = tf.pad(codes, [[0, 0], [0, 1]], constant_values=0x80)
-    lead = tf.cast((codes < 0x80) | (codes >= 0xC0), tf.int32)
-    before = tf.math.cumsum(lead, axis=1, exclusive=True)
-    return tf.gather(before, tf.cast(byte_offsets, tf.int32), batch_dims=1)
-
-
-# The most word pieces of one text that a TFLite graph reads. TFLite runs
-# all of a text's windows at once (no chunk loop), so this bounds its
-# memory: at most 63 windows of 128 pieces with a stride of 64, about the
-# activations of one SavedModel step (8,192 tokens); about 18,000
-# characters of English. A longer text is flagged (`over_limit`) and
-# refused by the runner.
-MAX_PIECES = 4096
-
-
-def capped(lengths, max_pieces):
-    """(pieces per row read, int32 1 where a row holds more than
-    `max_pieces`): what bounds a TFLite graph's windows.
-
-    Examples:
-        >>> read, over = capped(tf.constant([3, 9]), 5)
-        >>> read.numpy().tolist(), over.numpy().tolist()
-        ([3, 5], [0, 1])
-    """
-    return (tf.minimum(lengths, max_pieces),
-            tf.cast(lengths > max_pieces, tf.int32))
-
-
-def dense_windows(lengths, room, stride):
-    """`text/windows.stride_windows` with dense ops: the windows of at most
-    `room` pieces that start every `stride` pieces, for rows of `lengths`
-    pieces (one window for a row that fits, empty rows included).
-
-    Args:
-        lengths: int [B] pieces per row.
-        room: int [B] (or scalar) pieces per window of each row.
-        stride: pieces between window starts.
-
-    Returns:
-        dict of int32 [W]: `example` (the row of each window), `first`
-        (its first piece), `size` (its pieces), `index` (its place among
-        the row's windows); `per_row` (int32 [B], the windows of each
-        row); and the arguments `room`, `lengths`, `stride` (for
-        `max_context`).
-
-    Examples:
-        >>> w = dense_windows(tf.constant([5, 2]), 3, 2)
-        >>> [w[k].numpy().tolist() for k in ("example", "first", "size")]
-        [[0, 0, 1], [0, 2, 0], [3, 3, 2]]
-    """
-    lengths = tf.cast(lengths, tf.int32)
-    room = tf.broadcast_to(tf.cast(room, tf.int32), tf.shape(lengths))
-    per_row = tf.where(lengths <= room, 1,
-                       (lengths - room + stride - 1) // stride + 1)
-    most = tf.reduce_max(tf.concat([per_row, [0]], 0))
-    at = tf.cast(tf.where(tf.range(most)[None, :] < per_row[:, None]),
-                 tf.int32)
-    example, index = at[:, 0], at[:, 1]
-    first = index * stride
-    size = tf.minimum(tf.gather(room, example),
-                      tf.gather(lengths, example) - first)
-    return {"example": example, "first": first, "size": size,
-            "index": index, "per_row": per_row, "room": room,
-            "lengths": lengths, "stride": stride}
-
-
-def max_context(windows, piece):
-    """Whether each window is where its pieces have the most context.
-
-    Args:
-        windows: a `dense_windows` output.
-        piece: int [W, L] a piece index of each window's row at each
-            position (values outside the window are ignored by the caller).
-
-    Returns:
-        bool [W, L]: the window holds the piece and is, among the windows
-        of its row that hold it, the one with the most pieces on the
-        piece's shorter side (the earliest on a tie), the rule of
-        `stride_windows` (and run_squad's `_check_is_max_context`).
-    """
-    def score(piece, first, size):
-        local = tf.cast(piece - first, tf.float32)
-        size = tf.cast(size, tf.float32)
-        return tf.minimum(local, size - 1 - local) + 0.01 * size
-
-    example, stride = windows["example"], windows["stride"]
-    own = score(piece, windows["first"][:, None], windows["size"][:, None])
-    # The windows that may hold a piece start at most `room` pieces before
-    # it: the last one starting at or before it and the few before that,
-    # [W, L, D] (not every window of the row: a long text has hundreds).
-    room = tf.gather(windows["room"], example)[:, None, None]
-    piece3 = tf.expand_dims(piece, 2)
-    other = tf.maximum(piece3, 0) // stride - tf.range(
-        tf.reduce_max(tf.concat([windows["room"], [0]], 0)) // stride + 1)
-    other_first = other * stride
-    other_size = tf.minimum(
-        room, tf.gather(windows["lengths"], example)[:, None, None] -
-        other_first)
-    holds = (other >= 0) & (other < tf.gather(windows["per_row"], example)[
-        :, None, None]) & (piece3 >= other_first) & \
-        (piece3 < other_first + other_size)
-    theirs = score(piece3, other_first, other_size)
-    index = windows["index"][:, None, None]
-    beaten = holds & ((theirs > tf.expand_dims(own, 2)) |
-                      ((theirs >= tf.expand_dims(own, 2)) & (other < index)))
-    return ~tf.reduce_any(beaten, axis=2)
+def __getattr__(name):
+    return _moved.renamed(__name__, name)

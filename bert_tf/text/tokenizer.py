@@ -313,40 +313,7 @@ def preprocessor_config(base, tokenizer, **fields):
     return config
 
 
-def byte_to_char_offsets(text, byte_starts, byte_ends):
-    """Code-point offsets of [start, end) byte spans into `text`.
+def __getattr__(name):
+    from bert_tf import _moved
 
-    Args:
-        text: tf.string [batch].
-        byte_starts, byte_ends: int RaggedTensors [batch, (n)] of byte
-            offsets into the rows of `text` (ends exclusive), or dense
-            int [batch, n] ones.
-
-    Returns:
-        (char_starts, char_ends): int64 RaggedTensors of the same shape
-        (int32 tensors for dense ones),
-        code points of the text decoded as UTF-8 (invalid bytes count as
-        one replacement character each, as the tokenizer reads them).
-
-    Examples:
-        >>> starts, ends = byte_to_char_offsets(
-        ...     tf.constant(["héllo wörld"]), tf.ragged.constant([[0, 7]]),
-        ...     tf.ragged.constant([[6, 13]]))
-        >>> starts.to_list(), ends.to_list()
-        ([[0, 6]], [[5, 11]])
-    """
-    _, char_bytes = tf.strings.unicode_decode_with_offsets(
-        text, "UTF-8", errors="replace", replacement_char=0xFFFD)
-    table = char_bytes.to_tensor(default_value=tf.int64.max)
-
-    def lookup(offsets, side):
-        if not isinstance(offsets, tf.RaggedTensor):
-            return tf.searchsorted(table, tf.cast(offsets, tf.int64),
-                                   side=side, out_type=tf.int32)
-        dense = tf.cast(offsets, tf.int64).to_tensor()
-        found = tf.searchsorted(table, dense, side=side, out_type=tf.int64)
-        return tf.RaggedTensor.from_tensor(found, lengths=offsets.row_lengths())
-
-    # A start byte is a character's first byte: its index. An end byte
-    # (exclusive) is preceded by as many characters as start before it.
-    return lookup(byte_starts, "right") - 1, lookup(byte_ends, "left")
+    return _moved.renamed(__name__, name)

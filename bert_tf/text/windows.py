@@ -1,77 +1,366 @@
-"""Overlapping windows over word pieces, in-graph (the document stride of
-the original `run_squad.py`), as ragged tensors: the reference definition
-of the windows (`stride_windows`, `gather_pieces`), and each word's value
-where it is predicted (tagging, per-word features). Every kind places its
-windows with dense ops (`text/dense.py`: `dense_windows`, `max_context`),
-which give the same windows."""
+"""Windows of word pieces, in dense ops: the one windowing of span QA,
+token tagging, per-word features and long documents, in the SavedModel,
+training, evaluation and the TFLite graphs alike.
+
+- `dense_windows`: the windows of at most `room` pieces every `stride`
+  pieces (the document stride of the original `run_squad.py`), and
+  `max_context`, the window where each piece is predicted;
+- `frame`: `[CLS]` / `[SEP]` / padding, masks and type ids, for every kind;
+- `char_offsets`: byte offsets to the code points we return;
+- `word_windows`: the windows of sentences of words (tagging, per-word
+  features), from their pieces (`bert_words`: the words BERT splits), and
+  `word_values`, each word's value where it is predicted.
+
+A request runs a few gathers instead of ragged construction per value;
+no ragged kernels, no string `where`, `pad` or `substr`, so TFLite
+builtins (plus tf-text's TFLite kernels) run them.
+"""
 
 import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf.text.dense import padded_dense
 
 
-def stride_windows(lengths, room, stride):
-    """Windows of at most `room` pieces that start every `stride` pieces.
+# The most word pieces of one text that a TFLite graph reads. TFLite runs
+# all of a text's windows at once (no chunk loop), so this bounds its
+# memory: at most 63 windows of 128 pieces with a stride of 64, about the
+# activations of one SavedModel step (8,192 tokens); about 18,000
+# characters of English. A longer text is flagged (`over_limit`) and
+# refused by the runner.
+MAX_PIECES = 4096
 
-    A row of n pieces gets one window when n <= room, else
-    ceil((n - room) / stride) + 1; every piece is in at least one window
-    and is "max context" in exactly one: the window where it has the most
-    pieces on its shorter side (the earliest on a tie), as run_squad's
-    `_check_is_max_context` decides.
+
+def capped(lengths, max_pieces):
+    """(pieces per row read, int32 1 where a row holds more than
+    `max_pieces`): what bounds a TFLite graph's windows.
+
+    Examples:
+        >>> read, over = capped(tf.constant([3, 9]), 5)
+        >>> read.numpy().tolist(), over.numpy().tolist()
+        ([3, 5], [0, 1])
+    """
+    return (tf.minimum(lengths, max_pieces),
+            tf.cast(lengths > max_pieces, tf.int32))
+
+
+def dense_windows(lengths, room, stride):
+    """The windows of at most `room` pieces that start every `stride`
+    pieces, for rows of `lengths` pieces: one window for a row that fits
+    (empty rows included), else ceil((n - room) / stride) + 1, the last
+    ending at the row's last piece.
 
     Args:
-        lengths: int64 [B] pieces per row.
-        room: int64 [B] (or scalar) pieces per window of each row.
+        lengths: int [B] pieces per row.
+        room: int [B] (or scalar) pieces per window of each row.
         stride: pieces between window starts.
 
     Returns:
-        dict of `example` (int64 [W], the row of each window), `first` and
-        `last` (int64 [W], the window's pieces are [first, last) of its
-        row), `pieces` (ragged int64 [W, (n)], those piece indices) and
-        `is_max` (ragged bool [W, (n)]).
+        dict of int32 [W]: `example` (the row of each window), `first`
+        (its first piece), `size` (its pieces), `index` (its place among
+        the row's windows); `per_row` (int32 [B], the windows of each
+        row); and the arguments `room`, `lengths`, `stride` (for
+        `max_context`).
 
     Examples:
-        >>> w = stride_windows(tf.constant([5, 2], tf.int64), 3, 2)
-        >>> w["pieces"].to_list(), w["example"].numpy().tolist()
-        ([[0, 1, 2], [2, 3, 4], [0, 1]], [0, 0, 1])
-        >>> w["is_max"].to_list()
-        [[True, True, True], [False, True, True], [True, True]]
+        >>> w = dense_windows(tf.constant([5, 2]), 3, 2)
+        >>> [w[k].numpy().tolist() for k in ("example", "first", "size")]
+        [[0, 0, 1], [0, 2, 0], [3, 3, 2]]
     """
-    lengths = tf.cast(lengths, tf.int64)
-    room = tf.broadcast_to(tf.cast(room, tf.int64), tf.shape(lengths))
-    windows = tf.where(lengths <= room, tf.ones_like(room),
+    lengths = tf.cast(lengths, tf.int32)
+    room = tf.broadcast_to(tf.cast(room, tf.int32), tf.shape(lengths))
+    per_row = tf.where(lengths <= room, 1,
                        (lengths - room + stride - 1) // stride + 1)
-    example = tf.repeat(tf.range(tf.size(windows, tf.int64)), windows)
-    first = tf.ragged.range(windows).flat_values * stride
-    last = tf.minimum(first + tf.gather(room, example),
-                      tf.gather(lengths, example))
-    pieces = tf.ragged.range(first, last)
-    # Each piece's score in each window; the best window per global piece.
-    starts = tf.math.cumsum(lengths, exclusive=True)
-    piece_id = (pieces + tf.gather(starts, example)[:, None]).flat_values
-    size = tf.cast(last - first, tf.float32)[:, None]
-    local = tf.cast(pieces - first[:, None], tf.float32)
-    score = (tf.minimum(local, size - 1 - local) + 0.01 * size).flat_values
-    total = tf.reduce_sum(lengths)
-    best = tf.math.unsorted_segment_max(score, piece_id, total)
-    window_id = tf.cast(pieces.value_rowids(), tf.int64)
-    earliest = tf.math.unsorted_segment_min(
-        tf.where(score >= tf.gather(best, piece_id), window_id,
-                 tf.int64.max), piece_id, total)
-    is_max = tf.equal(window_id, tf.gather(earliest, piece_id))
-    return {"example": example, "first": first, "last": last,
-            "pieces": pieces, "is_max": pieces.with_flat_values(is_max)}
+    most = tf.reduce_max(tf.concat([per_row, [0]], 0))
+    at = tf.cast(tf.where(tf.range(most)[None, :] < per_row[:, None]),
+                 tf.int32)
+    example, index = at[:, 0], at[:, 1]
+    first = index * stride
+    size = tf.minimum(tf.gather(room, example),
+                      tf.gather(lengths, example) - first)
+    return {"example": example, "first": first, "size": size,
+            "index": index, "per_row": per_row, "room": room,
+            "lengths": lengths, "stride": stride}
 
 
-def gather_pieces(values, windows):
-    """The values of each window's pieces: ragged [B, (n)] -> [W, (n)]."""
-    flat = windows["pieces"] + tf.gather(values.row_starts(),
-                                         windows["example"])[:, None]
-    return tf.gather(values.flat_values, flat)
+def max_context(windows, piece):
+    """Whether each window is where its pieces have the most context.
+
+    Args:
+        windows: a `dense_windows` output.
+        piece: int [W, L] a piece index of each window's row at each
+            position (values outside the window are ignored by the caller).
+
+    Returns:
+        bool [W, L]: the window holds the piece and is, among the windows
+        of its row that hold it, the one with the most pieces on the
+        piece's shorter side (the earliest on a tie): run_squad's
+        `_check_is_max_context`.
+
+    Examples:
+        >>> w = dense_windows(tf.constant([5]), 3, 2)
+        >>> piece = w["first"][:, None] + tf.range(3)[None, :]
+        >>> max_context(w, piece).numpy().tolist()
+        [[True, True, True], [False, True, True]]
+    """
+    def score(piece, first, size):
+        local = tf.cast(piece - first, tf.float32)
+        size = tf.cast(size, tf.float32)
+        return tf.minimum(local, size - 1 - local) + 0.01 * size
+
+    example, stride = windows["example"], windows["stride"]
+    own = score(piece, windows["first"][:, None], windows["size"][:, None])
+    # The windows that may hold a piece start at most `room` pieces before
+    # it: the last one starting at or before it and the few before that,
+    # [W, L, D] (not every window of the row: a long text has hundreds).
+    room = tf.gather(windows["room"], example)[:, None, None]
+    piece3 = tf.expand_dims(piece, 2)
+    other = tf.maximum(piece3, 0) // stride - tf.range(
+        tf.reduce_max(tf.concat([windows["room"], [0]], 0)) // stride + 1)
+    other_first = other * stride
+    other_size = tf.minimum(
+        room, tf.gather(windows["lengths"], example)[:, None, None] -
+        other_first)
+    holds = (other >= 0) & (other < tf.gather(windows["per_row"], example)[
+        :, None, None]) & (piece3 >= other_first) & \
+        (piece3 < other_first + other_size)
+    theirs = score(piece3, other_first, other_size)
+    index = windows["index"][:, None, None]
+    beaten = holds & ((theirs > tf.expand_dims(own, 2)) |
+                      ((theirs >= tf.expand_dims(own, 2)) & (other < index)))
+    return ~tf.reduce_any(beaten, axis=2)
+
+
+def frame(vocab, body, position, lead, size, pair=False):
+    """The framing every kind's windows share: `[CLS] text [SEP]`, or
+    `[CLS] first [SEP] second [SEP]` for a pair (span QA's question and
+    context), padded after the last `[SEP]`.
+
+    Args:
+        vocab: the `Vocab`.
+        body: int32 [W, L], the pieces at their positions (the first
+            segment's at 1.., the text's or second segment's at `lead`..);
+            other positions are overwritten.
+        position: int32 [1, L], `tf.range(L)[None, :]`.
+        lead, size: int32 [W, 1], each window's first position of its text
+            (or second segment) and its pieces there.
+        pair: a `[SEP]` ends the first segment at `lead - 1`, and the
+            second segment and its `[SEP]` have type id 1.
+
+    Returns:
+        the encoder inputs `input_word_ids`, `input_mask`,
+        `input_type_ids`, int32 [W, L].
+
+    Examples:
+        >>> from bert_tf.text.vocab import Vocab
+        >>> vocab = Vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
+        >>> out = frame(vocab, tf.fill([1, 6], 5), tf.range(6)[None, :],
+        ...             tf.constant([[3]]), tf.constant([[1]]), pair=True)
+        >>> [out[k].numpy().tolist() for k in sorted(out)]
+        [[[1, 1, 1, 1, 1, 0]], [[0, 0, 0, 1, 1, 0]], [[2, 5, 3, 5, 3, 0]]]
+    """
+    end = lead + size
+    is_sep = position == end
+    if pair:
+        is_sep |= position == lead - 1
+    word_ids = tf.where(position < end, body, vocab.pad_id)
+    word_ids = tf.where(is_sep, vocab.sep_id, word_ids)
+    word_ids = tf.where(position == 0, vocab.cls_id, word_ids)
+    in_second = (position >= lead) & (position <= end) if pair else \
+        tf.zeros_like(is_sep)
+    return {"input_word_ids": word_ids,
+            "input_mask": tf.cast(position <= end, tf.int32),
+            "input_type_ids": tf.cast(in_second, tf.int32)}
+
+
+def char_offsets(text, byte_offsets):
+    """Code points before each byte offset of each row of `text`: the one
+    conversion of byte offsets to the character offsets we return.
+
+    Args:
+        text: tf.string [B].
+        byte_offsets: int [B, N] offsets into the rows (0 .. length).
+
+    Returns:
+        int32 [B, N]: the characters of the row before each offset, as
+        Python's `bytes.decode("utf-8", "replace")` counts them: one for
+        each character, for each cut-short one and for each invalid byte.
+        Dense ops and tf-text's byte splitter only, so TFLite graphs
+        share it.
+
+    Examples:
+        >>> char_offsets(tf.constant(["héllo", b"a\\x80b"]),
+        ...              tf.constant([[0, 1, 3, 6], [0, 1, 2, 3]])).numpy().tolist()
+        [[0, 1, 2, 5], [0, 1, 2, 3]]
+    """
+    raw = tf_text.ByteSplitter().split(text)
+    # Padding reads as ASCII past the end: it continues nothing.
+    codes = raw.with_flat_values(tf.cast(raw.flat_values, tf.int32))
+    codes = tf.pad(codes.to_tensor(default_value=0), [[0, 0], [3, 1]])
+    continuation = (codes >= 0x80) & (codes < 0xC0)
+    # How many continuation bytes each lead byte announces (C0, C1 and
+    # F5-FF none: they are invalid alone), and the range its second byte
+    # must be in (UTF-8 without overlong forms or surrogates).
+    wants = tf.where(codes >= 0xF5, 0, tf.where(codes >= 0xF0, 3, tf.where(
+        codes >= 0xE0, 2, tf.where(codes >= 0xC2, 1, 0))))
+    low = tf.where(codes == 0xE0, 0xA0, tf.where(codes == 0xF0, 0x90, 0x80))
+    high = tf.where(codes == 0xED, 0x9F, tf.where(codes == 0xF4, 0x8F, 0xBF))
+
+    def back(x, k):  # x shifted k bytes later: x[i - k] at i
+        return x[:, 3 - k:tf.shape(x)[1] - k]
+
+    here = back(codes, 0)
+    # A byte continues a character when it is in range after its lead
+    # byte, or continues one that did; any other byte starts a character
+    # of its own, as `decode("utf-8", "replace")` reads it.
+    second = (back(wants, 1) >= 1) & (here >= back(low, 1)) & \
+        (here <= back(high, 1))
+    padded_second = tf.pad(second, [[0, 0], [3, 0]])
+    third = back(continuation, 0) & back(padded_second, 1) & \
+        (back(wants, 2) >= 2)
+    padded_third = tf.pad(third, [[0, 0], [3, 0]])
+    fourth = back(continuation, 0) & back(padded_third, 1) & \
+        (back(wants, 3) >= 3)
+    continues = second | third | fourth
+    starts = tf.cast(~continues, tf.int32)
+    before = tf.math.cumsum(starts, axis=1, exclusive=True)
+    return tf.gather(before, tf.cast(byte_offsets, tf.int32), batch_dims=1)
+
+
+def bert_words(vocab, pieces):
+    """The words of texts as BERT splits them, from their word pieces: a
+    word is a piece that does not continue another (`##`) and the pieces
+    that continue it. The tokenizer already split at whitespace, at each
+    punctuation mark and CJK character, and dropped what BERT drops
+    (control characters), so these are the basic tokenizer's words, and
+    the words HF's token-classification pipelines aggregate.
+
+    Args:
+        vocab: the `Vocab`.
+        pieces: `BertTokenizer.dense_with_offsets(text)` (or the fused
+            tokenizer's, as dense): `lengths` [B], `ids`, `byte_start`,
+            `byte_end` [B, n].
+
+    Returns:
+        (num_words int32 [B], the pieces of every word ragged [words,
+        (p)], word byte starts and ends int32 [B, N], -1 padded).
+
+    Examples:
+        >>> from bert_tf.text.tokenizer import BertTokenizer
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+        ...                            "[MASK]", "paris", "##ian", "."])
+        >>> words, pieces, start, end = bert_words(
+        ...     tokenizer.vocab, tokenizer.dense_with_offsets(
+        ...         tf.constant(["Parisian."])))
+        >>> words.numpy().tolist(), pieces.to_list()
+        ([2], [[5, 6], [7]])
+        >>> start.numpy().tolist(), end.numpy().tolist()
+        ([[0, 8]], [[8, 9]])
+    """
+    suffix = tf.constant([token.startswith("##") for token in vocab.tokens])
+    ids = tf.cast(pieces["ids"], tf.int32)
+    position = tf.range(tf.shape(ids)[1])[None, :]
+    valid = position < pieces["lengths"][:, None]
+    starts = valid & ((position == 0) | ~tf.gather(suffix, ids))
+    num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)
+    flat_starts = tf.boolean_mask(starts, valid)
+    first = tf.cast(tf.where(flat_starts)[:, 0], tf.int32)
+    # Each word ends before the next one starts (the last at the end);
+    # no word (no piece at all) leaves `last` empty too.
+    last = tf.concat([first[1:], tf.shape(flat_starts)], 0)[
+        :tf.size(first)] - 1
+    word_pieces = tf.RaggedTensor.from_row_starts(
+        tf.boolean_mask(ids, valid), first, validate=False)
+
+    def per_word(name, index):
+        values = tf.gather(tf.boolean_mask(
+            tf.cast(pieces[name], tf.int32), valid), index)
+        return tf.RaggedTensor.from_row_lengths(
+            values, num_words, validate=False).to_tensor(default_value=-1)
+
+    return (num_words, word_pieces, per_word("byte_start", first),
+            per_word("byte_end", last))
+
+
+def _runs(counts, total):
+    """The run each of `total` items is in, for runs of `counts` items
+    (int32 [total]; empty runs are skipped)."""
+    starts = tf.math.cumsum(counts, exclusive=True)
+    marks = tf.scatter_nd(starts[:, None], tf.ones_like(starts), [total + 1])
+    return tf.math.cumsum(marks)[:total] - 1
+
+
+def word_windows(vocab, num_words, pieces, offsets, seq_length, doc_stride,
+                 max_pieces=None):
+    """The windows of tokenized sentences, in dense ops: what
+    `WordWindows` (tagging, per-word features) and the tagging TFLite
+    graph (`tasks/tagging/tflite.py`) share.
+
+    Args:
+        vocab: the `Vocab`.
+        num_words: int32 [B] words per sentence.
+        pieces: the pieces of every word of the batch, ragged
+            [words, (p)]; a word with none reads `[UNK]`.
+        offsets: the words' `byte_start`, `byte_end`, `char_start`,
+            `char_end`, int32 [B, N] (-1 padded).
+        seq_length, doc_stride: as `WordWindows`.
+        max_pieces: if given, the pieces of a sentence read; the output
+            then has `over_limit` (int32 [B], 1 where a sentence holds
+            more).
+
+    Returns:
+        the `WordWindows` features.
+    """
+    # A word the tokenizer drops reads [UNK] (the padding here).
+    per_word = tf.maximum(tf.cast(pieces.row_lengths(), tf.int32), 1)
+    pieces = tf.pad(padded_dense(pieces, vocab.unk_id), [[0, 1], [0, 0]],
+                    constant_values=vocab.unk_id)
+    total_words = tf.size(per_word)
+    sentence = _runs(num_words, total_words)
+    lengths = tf.math.unsorted_segment_sum(per_word, sentence,
+                                           tf.size(num_words))
+    total = tf.reduce_sum(per_word)
+    # Per piece of all sentences: its word; per word: its first piece.
+    # One padding entry each keeps every gather in range.
+    word_of_piece = tf.pad(_runs(per_word, total), [[0, 1]],
+                           constant_values=total_words)
+    first_piece = tf.pad(tf.math.cumsum(per_word, exclusive=True),
+                         [[0, 1]], constant_values=total)
+    limited = {}
+    if max_pieces is not None:
+        lengths, limited["over_limit"] = capped(lengths, max_pieces)
+    windows = dense_windows(lengths, seq_length - 2, doc_stride)
+    example = windows["example"]
+    position = tf.range(seq_length)[None, :]
+    size = windows["size"][:, None]
+    piece = windows["first"][:, None] + position - 1
+    in_text = (position >= 1) & (position <= size)
+    sentence_start = tf.math.cumsum(lengths, exclusive=True)
+    at = tf.clip_by_value(tf.gather(sentence_start, example)[:, None] +
+                          piece, 0, total)
+    word = tf.gather(word_of_piece, at)
+    within = at - tf.gather(first_piece, word)
+    ids = tf.gather_nd(pieces, tf.stack([word, tf.clip_by_value(
+        within, 0, tf.shape(pieces)[1] - 1)], -1))
+    first_word = tf.math.cumsum(num_words, exclusive=True)
+    word_index = tf.where(in_text & (within == 0), word - tf.gather(
+        first_word, example)[:, None], -1)
+    return {
+        **frame(vocab, ids, position, tf.ones_like(size), size),
+        "example_index": example,
+        "word_index": word_index,
+        "word_is_max": (word_index >= 0) & max_context(windows, piece),
+        "num_words": num_words,
+        **{f"word_{k}": offsets[k] for k in ("char_start", "char_end",
+                                              "byte_start", "byte_end")},
+        **limited,
+    }
 
 
 def word_values(features, values):
     """Each word's value where it is predicted: `values` per window
     position [W, L, ...] -> per word [B, N, ...] (zeros past a sentence's
-    last word). `features` is a `TaggingPreprocessor` output: a word is
+    last word). `features` is a `word_windows` output: a word is
     read at its first piece, in its max-context window."""
     at = tf.where(features["word_is_max"])               # [P, 2] (w, pos)
     sentence = tf.gather(features["example_index"], at[:, 0])

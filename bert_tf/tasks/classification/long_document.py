@@ -1,5 +1,5 @@
 """Documents longer than the model: each text is cut into windows of word
-pieces (the document-stride windows of span QA, `text.dense.dense_windows`,
+pieces (the document-stride windows of span QA, `text.windows.dense_windows`,
 placed by one gather), every window is classified, and the window logits
 are pooled into the document's, in the graph (training, evaluation and
 the export alike).
@@ -13,9 +13,9 @@ to. Every text has at least one window (an empty text has one, `[CLS]
 import keras
 import tensorflow as tf
 
-from bert_tf.text.dense import dense_windows
 from bert_tf.text.features import input_specs
 from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
+from bert_tf.text.windows import dense_windows, frame
 
 WINDOW_POOLINGS = ("mean", "max", "attention")
 WINDOW_KEY = "window_document"
@@ -86,16 +86,11 @@ class DocumentWindows(keras.layers.Layer):
             + place
         pieces = tf.gather(values, tf.where(
             place < windows["size"][:, None], piece, tf.size(values) - 1))
-        # [CLS] pieces [PAD], then [SEP] after the window's last piece.
-        words = tf.pad(tf.pad(pieces, [[0, 0], [1, 0]],
-                              constant_values=vocab.cls_id),
-                       [[0, 0], [0, 1]], constant_values=vocab.pad_id)
-        position = tf.range(self.seq_length)[None, :]
-        sep_at = windows["size"][:, None] + 1
-        word_ids = tf.where(position == sep_at, vocab.sep_id, words)
-        return {"input_word_ids": word_ids,
-                "input_mask": tf.cast(position <= sep_at, tf.int32),
-                "input_type_ids": tf.zeros_like(word_ids),
+        # The pieces from position 1; `frame` adds [CLS], [SEP], padding.
+        body = tf.pad(pieces, [[0, 0], [1, 1]])
+        size = windows["size"][:, None]
+        return {**frame(vocab, body, tf.range(self.seq_length)[None, :],
+                        tf.ones_like(size), size),
                 WINDOW_KEY: windows["example"],
                 "windows": windows["per_row"]}
 

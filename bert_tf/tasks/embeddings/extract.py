@@ -26,7 +26,7 @@ from bert_tf.storage import GPath
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
 from bert_tf.text.windows import word_values
-from bert_tf.text.word_windows import TaggingPreprocessor
+from bert_tf.text.word_windows import WordWindows
 
 # The rows of the paper's Table 7, plus any single layer (`layer_N`, 0 =
 # the embedding output) and `all` (every state, stacked: [..., L + 1, H]).
@@ -220,7 +220,7 @@ class FeatureExtractor:
                  seq_length=128, doc_stride=64):
         check_layers(layers, len(encoder.transformer_layers))
         self.layers = layers
-        self.preprocessor = TaggingPreprocessor(vocabulary, seq_length,
+        self.preprocessor = WordWindows(vocabulary, seq_length,
                                                 doc_stride, pretokenized=True)
         self.function = tf.function(word_feature_graph(
             encoder, self.preprocessor, layers),

@@ -23,10 +23,11 @@ returned as well, to slice answers out of the original bytes exactly.
 import keras
 import tensorflow as tf
 
-from bert_tf.text.dense import (dense_windows, max_context, padded_dense)
+from bert_tf.text.dense import padded_dense
 from bert_tf.text.features import INPUT_NAMES, legacy_seq_length
-from bert_tf.text.tokenizer import (BertTokenizer, byte_to_char_offsets,
-                                    preprocessor_config)
+from bert_tf.text.tokenizer import BertTokenizer, preprocessor_config
+from bert_tf.text.windows import (char_offsets, dense_windows, frame,
+                                  max_context)
 
 FEATURE_NAMES = (*INPUT_NAMES, "example_index", "token_char_start",
                  "token_char_end", "token_byte_start", "token_byte_end", "token_is_max_context")
@@ -105,8 +106,8 @@ class QAPreprocessor(keras.layers.Layer):
         context = tf.convert_to_tensor(context, tf.string)
         query = self.tokenizer(question)
         pieces = self.tokenizer.dense_with_offsets(context)
-        pieces["char_start"], pieces["char_end"] = byte_to_char_offsets(
-            context, pieces["byte_start"], pieces["byte_end"])
+        pieces["char_start"] = char_offsets(context, pieces["byte_start"])
+        pieces["char_end"] = char_offsets(context, pieces["byte_end"])
         features, windows = qa_windows(
             self.tokenizer.vocab, query, pieces, self.seq_length,
             self.doc_stride, self.max_query_length)
@@ -138,7 +139,7 @@ def qa_windows(vocab, query, pieces, seq_length, doc_stride,
 
     Returns:
         (features, windows): the `QAPreprocessor` features without answer
-        positions, and the `text.dense.dense_windows` they came from
+        positions, and the `text.windows.dense_windows` they came from
         (with `lead`, the position of each window's first context piece).
     """
     query_len = tf.minimum(tf.cast(query.row_lengths(), tf.int32),
@@ -152,7 +153,6 @@ def qa_windows(vocab, query, pieces, seq_length, doc_stride,
     lead = asked + 2
     end = lead + windows["size"][:, None]
     piece = windows["first"][:, None] + position - lead
-    in_query = (position >= 1) & (position <= asked)
     in_context = (position >= lead) & (position < end)
     # Every per-piece value of a window in one gather.
     per_piece = tf.stack([tf.cast(pieces[k], tf.int32) for k in _PER_PIECE],
@@ -163,19 +163,12 @@ def qa_windows(vocab, query, pieces, seq_length, doc_stride,
         in_context[..., None],
         tf.gather_nd(per_piece, tf.stack([rows, at], -1)), -1), axis=-1)
     placed = dict(zip(_PER_PIECE, values))
-    asked_ids = tf.gather(query, example)
-    word_ids = tf.where(in_context, placed.pop("ids"), vocab.pad_id)
-    word_ids = tf.where(in_query, tf.gather(
-        asked_ids, tf.clip_by_value(position[0] - 1, 0,
-                                    tf.shape(query)[1] - 1), axis=1),
-        word_ids)
-    word_ids = tf.where((position == asked + 1) | (position == end),
-                        vocab.sep_id, word_ids)
-    word_ids = tf.where(position == 0, vocab.cls_id, word_ids)
+    asked_ids = tf.gather(tf.gather(query, example), tf.clip_by_value(
+        position[0] - 1, 0, tf.shape(query)[1] - 1), axis=1)
+    body = tf.where(in_context, placed.pop("ids"), asked_ids)
     features = {
-        "input_word_ids": word_ids,
-        "input_mask": tf.cast(position <= end, tf.int32),
-        "input_type_ids": tf.cast(in_context | (position == end), tf.int32),
+        **frame(vocab, body, position, lead, windows["size"][:, None],
+                pair=True),
         "example_index": example,
         **{f"token_{k}": v for k, v in placed.items()},
         "token_is_max_context": in_context & max_context(windows, piece),

@@ -17,9 +17,10 @@ import tensorflow as tf
 from bert_tf.tasks.serving_module import TFLiteModule
 from bert_tf.tasks.span_qa.decoding import decode_answers
 from bert_tf.tasks.span_qa.features import qa_windows
-from bert_tf.text.dense import MAX_PIECES, capped, char_offsets, padded_dense
+from bert_tf.text.dense import padded_dense
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.tokenizer import BertTokenizer
+from bert_tf.text.windows import MAX_PIECES, capped, char_offsets
 
 
 def tflite_features(tokenizer, vocab, question, context, seq_length,
@@ -33,7 +34,7 @@ def tflite_features(tokenizer, vocab, question, context, seq_length,
         vocab: its `Vocab`.
         question, context: tf.string [B].
         seq_length, doc_stride, max_query_length: as `QAPreprocessor`.
-        max_pieces: the context pieces read (`text.dense.MAX_PIECES`).
+        max_pieces: the context pieces read (`text.windows.MAX_PIECES`).
 
     Returns:
         the `QAPreprocessor` features (without answer positions), and

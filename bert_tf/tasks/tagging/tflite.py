@@ -18,10 +18,11 @@ import tensorflow as tf
 
 from bert_tf.tasks.serving_module import TFLiteModule
 from bert_tf.tasks.tagging.decoding import OUTPUTS, decode_entities
-from bert_tf.text.dense import MAX_PIECES, char_offsets, padded_dense
+from bert_tf.text.dense import padded_dense
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.tokenizer import BertTokenizer
-from bert_tf.text.word_windows import bert_words, word_windows
+from bert_tf.text.windows import (MAX_PIECES, bert_words, char_offsets,
+                                  word_windows)
 
 
 def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride,
@@ -35,7 +36,7 @@ def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride,
         vocab: its `Vocab`.
         text: tf.string [B].
         seq_length, doc_stride: as `TaggingPreprocessor`.
-        max_pieces: the pieces of a text read (`text.dense.MAX_PIECES`).
+        max_pieces: the pieces of a text read (`text.windows.MAX_PIECES`).
 
     Returns:
         the `TaggingPreprocessor` features (without labels), and
