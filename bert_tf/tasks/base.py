@@ -4,7 +4,7 @@ a task kind, what they share, and the one registry of kinds.
 A task kind is one folder, `bert_tf/tasks/<kind>/`, whose `__init__`
 imports its `Task` subclass, registered with `@register`; an export-only
 kind (a pre-trained encoder's `embeddings`, `fill_mask`) registers its
-`ExportKind` the same way. The registry finds a kind by importing the
+`ExportOnlyKind` the same way. The registry finds a kind by importing the
 folder of that name, so adding a kind touches nothing outside its folder;
 a package outside bert_tf adds one through the `bert_tf.kinds` entry
 points (`PLUGIN_GROUP`).
@@ -32,6 +32,8 @@ from bert_tf.config_io import join_key
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.storage import GPath
 from bert_tf.tasks.distillation import TransferHooks
+from bert_tf.tasks.parts import (CommandLine, RunServing, Serving,
+                                 Training)
 from bert_tf.tasks.serving_module import (  # noqa: F401 (the kinds' base)
     TaskModule, command_line_texts, same_batch, served_text_batches,
     string_batch)
@@ -50,7 +52,7 @@ _CONFIGS = {}
 
 
 def register(cls):
-    """Class decorator: registers a `Task` or `ExportKind` subclass under
+    """Class decorator: registers a `Task` or `ExportOnlyKind` subclass under
     its `kind` (the name of its folder)."""
     if not cls.kind:
         raise ValueError(f"{cls.__name__} has no `kind` to register under.")
@@ -168,103 +170,26 @@ def kind_of_model(model):
                      "kind.")
 
 
-class ExportKind:
+class ExportOnlyKind(Serving, CommandLine):
     """An export-only kind: built from a pre-trained checkpoint, not a
-    fine-tuning run. Subclasses set `kind` and implement `print_predictions`
-    (what `bert-tf predict` prints for an export of this kind)."""
+    fine-tuning run (`embeddings`, `fill_mask`). Subclasses set `kind` and
+    implement `build_export` and `print_predictions` (the parts:
+    `bert_tf.tasks.parts`)."""
 
     kind = ""
-    # `bert-tf predict`'s flags of this kind, beside the common ones (texts,
-    # --input, --model, --batch-size): [(flags, argparse keyword args)].
-    predict_arguments = ()
-    # What `bert-tf predict --model M --help` says of an export of this
-    # kind: what it answers, and a command line (M: the export).
-    predict_help = ""
-    predict_example = ""
-    # What `bert-tf export --help` says of `--kind KIND`, and its own
-    # flags, [(flags, argparse keyword args)]: each dest is an option of
-    # the kind's `build_export`.
-    export_help = ""
-    export_arguments = ()
-    # The inputs of its `serving_default`, in the order a caller gives
-    # them (`TFLiteModel(path)(texts, ...)`).
-    serving_inputs = ("text",)
-
-    @classmethod
-    def reads_whole_text(cls, spec):
-        """Whether the encoder's work for a request grows with its text
-        (windows over all of it) rather than stopping at `seq_length`
-        pieces; such an export's default limit is chosen by time
-        (`bert_tf.serving.limits.default_max_input_chars`)."""
-        return False
-
-    @classmethod
-    def add_export_arguments(cls, parser):
-        """Adds the kind's own `bert-tf export --kind` flags to `parser`;
-        returns their dests."""
-        return [parser.add_argument(*flags, **options).dest
-                for flags, options in cls.export_arguments]
-
-    @classmethod
-    def export_argument_dest(cls, flag):
-        """The dest of `flag` (as typed, e.g. `--no-normalize`) if it is one
-        of this kind's `export_arguments`, else None."""
-        for flags, options in cls.export_arguments:
-            if flag in flags:
-                return options.get("dest", flags[0].lstrip("-").replace(
-                    "-", "_"))
-        return None
-
-    @classmethod
-    def add_predict_arguments(cls, parser):
-        """Adds the kind's own `bert-tf predict` flags to `parser`."""
-        for flags, options in cls.predict_arguments:
-            parser.add_argument(*flags, **options)
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        """`bert-tf predict`: runs a loaded export on the command line's
-        inputs (`args.texts`, `args.input`, `args.batch_size` and the
-        kind's own `predict_arguments`) and prints the answers."""
-        raise NotImplementedError
-
-    # --- TFLite -----------------------------------------------------------
-
-    # The output names of this kind's TFLite `serving_default`: how a file
-    # written before files recorded their kind is recognised.
-    tflite_outputs = ()
-
-    @classmethod
-    def wrote_tflite_outputs(cls, outputs):
-        """True if a TFLite file with these outputs is of this kind."""
-        return any(name in outputs for name in cls.tflite_outputs)
-
-    @classmethod
-    def has_tflite(cls):
-        """True if the kind has a TFLite graph (`build_tflite`)."""
-        return bool(cls.tflite_outputs)
-
-    @classmethod
-    def build_tflite(cls, checkpoint, **options):
-        """(a `tf.Module` whose `serve` TFLite converts, one line saying
-        what it holds) of this kind's TFLite graph of `checkpoint`."""
-        raise ValueError(f"the {cls.kind} kind has no TFLite export yet; "
-                         "export a SavedModel (--format savedmodel).")
 
 
-class Task(TransferHooks, ExportKind):
-    """One task kind (see the module docstring). Instances hold a spec.
+class Task(Training, RunServing, CommandLine, TransferHooks):
+    """One fine-tuned task kind (see the module docstring): its parts
+    (`bert_tf.tasks.parts`) and the implementations they share.
+    Instances hold a spec.
 
     Class attributes:
         kind: the `task.kind` config value.
-        names: help text listing the data specs the kind reads.
+        hf_head: the kind's `hf_head.py` module (`parts.HFHead`), or None.
     """
 
     kind = ""
-    # The Keras task model class `build_model` returns.
-    model_class = None
-    # The kind's `hf_head.py` (ARCHITECTURES, spec_fields, assign): which
-    # fine-tuned HF heads become runs of this kind (`tasks/hf_runs.py`).
     hf_head = None
 
     def __init__(self, spec):
@@ -280,57 +205,10 @@ class Task(TransferHooks, ExportKind):
     # --- configuration and data ---------------------------------------------
 
     @classmethod
-    def load_data(cls, spec):
-        """The task's data (splits `train`, optional `validation`, `test`)
-        from its typed config."""
-        raise NotImplementedError
-
-    @classmethod
     def make_spec(cls, cfg, spec, data, encoder_config, vocab):
-        """The spec of a run: `run_spec(...)` with what the data decided."""
         return run_spec(cfg, spec, data, encoder_config, vocab)
 
-    def describe(self, data):
-        """One line about the data for the run's plan."""
-        raise NotImplementedError
-
-    # --- features, model, training ------------------------------------------
-
-    def train_dataset(self, data, vocab, batch_size, seed=0,
-                      input_context=None, drop_remainder=False,
-                      dynamic_length=False):
-        """Endless shuffled `(features, labels)` batches of `train`."""
-        raise NotImplementedError
-
-    def build_model(self, encoder):
-        """The Keras task model on `encoder` (with `checkpoint_heads()`)."""
-        raise NotImplementedError
-
-    def compile(self, model):
-        """Compiles `model` with the task's loss and metrics."""
-        raise NotImplementedError
-
-    # --- answers and metrics ------------------------------------------------
-
-    @property
-    def official_metric(self):
-        """The metric that picks the best checkpoint."""
-        raise NotImplementedError
-
-    def evaluate(self, model, data, split, vocab, batch_size,
-                 dynamic_length=False):
-        """{metric: value} of `model` on a split, through the same
-        post-processing as the serving signature ({} without labels)."""
-        raise NotImplementedError
-
-    def update_spec(self, best_results):
-        """Spec keys decided by the best evaluation (e.g. a threshold)."""
-        return {}
-
     def eval_dataset(self, data, split, vocab, build, *settings):
-        """`build()` (a split's evaluation batches), made once per split
-        and settings: evaluation after each epoch reuses the dataset and
-        its traced preprocessing."""
         key = (split, *settings)
         held = self._eval_datasets.get(key)
         if held is None or held[0] is not data or held[1] is not vocab:
@@ -341,11 +219,7 @@ class Task(TransferHooks, ExportKind):
 
     @classmethod
     def build_export(cls, checkpoint, fixed_length=False, dtype=None):
-        """(spec, vocab, model, make_module) of the export of a fine-tuning
-        run of this kind (`bert_tf.serving.export.export` writes it), the
-        model built in the Keras dtype policy `dtype` (None: the global);
-        `make_module(served, vocab)` builds the exported module around the
-        served form of the model (`bert_tf.models.served.ServedModel`)."""
+        """`Serving.build_export` of a fine-tuning run of this kind."""
         best, spec = read_spec(checkpoint)
         if spec.kind != cls.kind:
             raise ValueError(f"{checkpoint} is a {spec.kind} run, not "
@@ -356,22 +230,6 @@ class Task(TransferHooks, ExportKind):
             lambda served, saved: task.serving_module(served, saved,
                                                       fixed_length))
 
-    def serving_module(self, model, vocab, fixed_length=False):
-        """A `tf.Module` with `signatures()` and `warmup_requests()`; its
-        graph cuts each request to its longest row unless `fixed_length`."""
-        raise NotImplementedError
-
-    def tflite_module(self, model, vocab):
-        """The kind's TFLite graph (see `bert_tf/serving/tflite.py`): a
-        `tf.Module` whose `serve` takes raw strings; kinds with one set
-        `tflite_outputs`."""
-        raise NotImplementedError
-
-    def describe_model(self):
-        """What an export report says the model answers (the kind; a
-        classifier names its labels)."""
-        return self.kind
-
     @classmethod
     def build_tflite(cls, checkpoint):
         best, spec = read_spec(checkpoint)
@@ -379,7 +237,7 @@ class Task(TransferHooks, ExportKind):
             raise ValueError(f"{checkpoint} is a {spec.kind} run, not "
                              f"{cls.kind}.")
         if not cls.has_tflite():
-            return ExportKind.build_tflite.__func__(cls, checkpoint)
+            return Serving.build_tflite.__func__(cls, checkpoint)
         task = cls(spec)
         model, vocab = restore_finetuned(task, best)
         return task.tflite_module(model, vocab), (
@@ -473,3 +331,9 @@ def check_lengths(encoder_config, **lengths):
         if not 3 <= length <= limit:
             raise ValueError(f"{name} = {length}: must be in [3, {limit}] "
                              "(the encoder's max_position_embeddings).")
+
+
+def __getattr__(name):
+    from bert_tf import _moved
+
+    return _moved.renamed(__name__, name)

@@ -20,9 +20,9 @@ import numpy as np
 import tensorflow as tf
 
 import bert_tf.tasks.classification.hf_head as hf_head
-from bert_tf.tasks.base import (Task, TaskModule, command_line_texts,
-                                read_spec, register, restore_finetuned,
-                                run_spec, same_batch, string_batch)
+from bert_tf.tasks.base import (Task, TaskModule, read_spec, register,
+                                restore_finetuned, run_spec, same_batch,
+                                string_batch)
 from bert_tf.tasks.labels import honoured
 from bert_tf.tasks.classification.config import ClassificationConfig
 from bert_tf.tasks.classification.data import (classification_dataset,
@@ -35,6 +35,7 @@ from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.text.features import cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
+from bert_tf.tasks.classification.cli import ClassificationCommandLine
 
 WARMUP_TEXTS = ("a gripping, beautifully acted film",
                 "dull and far too long", "")
@@ -83,7 +84,7 @@ def evaluate_task(model, data, dataset):
 
 
 @register
-class Classification(Task):
+class Classification(ClassificationCommandLine, Task):
     """The classification task kind (see the module docstring)."""
 
     kind = "classification"
@@ -96,10 +97,6 @@ class Classification(Task):
     def reads_whole_text(cls, spec):
         return bool(getattr(spec, "long_document", False))
     tflite_outputs = ("probabilities", "label", "score")
-    predict_help = ('the label of each text (or text pair: "A<TAB>B"), '
-                    'with its probability; a score for regression')
-    predict_example = ('bert-tf predict --model M "An utterly charming '
-                       'film." "Dull."')
 
     @classmethod
     def load_data(cls, spec):
@@ -242,31 +239,6 @@ class Classification(Task):
         return ClassifierModule(model, self.preprocessor(vocab),
                                 self.spec.labels, self.spec.pair,
                                 vocab, fixed_length)
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        texts = command_line_texts(args, "one text per line; TAB separates "
-                                           "the two texts of a pair")
-        function = loaded.signatures["serving_default"]
-        pair = "text_b" in function.structured_input_signature[1]
-        for start in range(0, len(texts), args.batch_size):
-            chunk = texts[start:start + args.batch_size]
-            inputs = {"text": tf.constant(chunk)}
-            if pair:
-                halves = [t.split("\t", 1) + [""] for t in chunk]
-                inputs = {"text": tf.constant([h[0] for h in halves]),
-                          "text_b": tf.constant([h[1] for h in halves])}
-            out = {k: v.numpy() for k, v in function(**inputs).items()}
-            for i, text in enumerate(chunk):
-                shown = text if len(text) <= 60 else text[:57] + "..."
-                if "score" in out:
-                    log(f"{out['score'][i]:.4f}\t{shown}")
-                else:
-                    label = out["label"][i].decode()
-                    probability = float(np.max(out["probabilities"][i]))
-                    windows = (f"\t{out['windows'][i]} windows"
-                               if "windows" in out else "")
-                    log(f"{label}\t{probability:.4f}{windows}\t{shown}")
 
 
 def load_classifier(directory, dtype=None):

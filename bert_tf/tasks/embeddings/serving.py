@@ -2,16 +2,16 @@
 sentence embeddings (`serving_default`) and per-word hidden states of every
 layer (`word_features`) out, through the graphs of `extract.py`."""
 
-import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from bert_tf.tasks.base import (ExportKind, TaskModule, check_lengths,
-                                register, served_text_batches, string_batch)
+from bert_tf.tasks.base import (ExportOnlyKind, TaskModule, check_lengths,
+                                register, string_batch)
 from bert_tf.tasks.embeddings.extract import (embedding_graph,
                                               word_feature_graph)
 from bert_tf.text.preprocessor import BertPreprocessor
-from bert_tf.text.word_windows import TaggingPreprocessor
+from bert_tf.text.word_windows import WordWindows
+from bert_tf.tasks.embeddings.cli import EmbeddingsCommandLine
 
 WARMUP = ("A man is playing a guitar.", "", "Ein Mann spielt Gitarre. 🎸")
 
@@ -41,7 +41,7 @@ class EmbeddingModule(TaskModule):
             encoder, BertPreprocessor(vocabulary, spec["seq_length"]),
             spec["normalize"], fixed_length)
         words = word_feature_graph(
-            encoder, TaggingPreprocessor(vocabulary, spec["word_seq_length"],
+            encoder, WordWindows(vocabulary, spec["word_seq_length"],
                                          spec["doc_stride"],
                                          pretokenized=True),
             "all", fixed_length)
@@ -68,28 +68,11 @@ class EmbeddingModule(TaskModule):
 
 
 @register
-class Embeddings(ExportKind):
+class Embeddings(EmbeddingsCommandLine, ExportOnlyKind):
     """The `embeddings` export kind, as `bert-tf predict` sees it."""
 
     kind = "embeddings"
     tflite_outputs = ("embedding",)
-    export_help = ("text -> mean-pooled sentence embedding (serving_default) "
-                   "and per-word hidden states of every layer "
-                   "(word_features)")
-    export_arguments = (
-        (("--no-normalize",), {"dest": "normalize", "action": "store_const",
-                               "const": False,
-                               "help": "do not L2-normalise the sentence "
-                                       "embeddings"}),
-    )
-    predict_help = (
-        "each text's sentence embedding (its norm and first values), "
-        'and their cosine similarities for 2 to 10 texts'
-    )
-    predict_example = (
-        'bert-tf predict --model M "A man plays guitar." "Someone '
-        'strums a guitar."'
-    )
 
     @classmethod
     def build_export(cls, checkpoint, fixed_length=False, dtype=None,
@@ -144,26 +127,3 @@ class Embeddings(ExportKind):
             f"{pretrained.config.hidden_size} wide, mean-pooled"
             f"{', L2-normalised' if normalize else ''}); seq_length "
             f"{seq_length}")
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        texts, parts = [], []
-        for chunk, out in served_text_batches(loaded, args):
-            texts += chunk
-            parts.append(out["embedding"])
-        print_embeddings(texts, np.concatenate(parts), log)
-
-
-def print_embeddings(texts, vectors, log=print):
-    """Each text's embedding (its norm and first values), and their cosine
-    similarities when there are 2 to 10."""
-    for text, vector in zip(texts, vectors):
-        shown = text if len(text) <= 50 else text[:47] + "..."
-        log(f"{shown:<50}  norm {np.linalg.norm(vector):.3f}  "
-            f"[{', '.join(f'{v:.3f}' for v in vector[:4])}, ...]")
-    if 1 < len(texts) <= 10:
-        log("cosine similarity:")
-        unit = vectors / np.maximum(
-            np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-        for row in unit @ unit.T:
-            log("  " + " ".join(f"{v:5.2f}" for v in row))

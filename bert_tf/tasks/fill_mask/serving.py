@@ -19,10 +19,11 @@ import tensorflow_text as tf_text
 from bert_tf import checkpoints
 from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.models.pretrainer import BertPretrainer
-from bert_tf.tasks.base import (ExportKind, TaskModule, check_lengths,
-                                register, served_text_batches, string_batch)
+from bert_tf.tasks.base import (ExportOnlyKind, TaskModule, check_lengths,
+                                register, string_batch)
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.tokenizer import BertTokenizer
+from bert_tf.tasks.fill_mask.cli import FillMaskCommandLine
 
 OUTPUTS = ("tokens", "token_ids", "probabilities", "count", "masks")
 
@@ -131,23 +132,10 @@ class FillMaskModule(TaskModule):
 
 
 @register
-class FillMask(ExportKind):
+class FillMask(FillMaskCommandLine, ExportOnlyKind):
     """The `fill_mask` export kind, as `bert-tf predict` sees it."""
 
     kind = "fill_mask"
-    export_help = ("text with mask markers -> the top-k tokens per mask (a "
-                   "checkpoint directory with the masked-LM head)")
-    export_arguments = (
-        (("--marker",), {"help": "the string that marks a mask (default "
-                                 "[MASK])"}),
-        (("--top-k",), {"type": int,
-                        "help": "tokens returned per mask (default 5)"}),
-        (("--max-masks",), {"type": int,
-                            "help": "masks answered per text (default 8)"}),
-    )
-    predict_help = 'the top tokens for each mask marker of each text'
-    predict_example = ('bert-tf predict --model M "The capital of France '
-                       'is [MASK]."')
 
     @classmethod
     def build_export(cls, checkpoint, fixed_length=False, dtype=None,
@@ -195,25 +183,6 @@ class FillMask(ExportKind):
         return spec, pretrained.vocab, pretrainer, (
             lambda served, vocab: FillMaskModule(served, vocab, spec,
                                                  fixed_length))
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        for chunk, out in served_text_batches(loaded, args):
-            for i, text in enumerate(chunk):
-                log(text)
-                if out["masks"][i] == 0:
-                    log("  (no mask in the text)")
-                elif out["count"][i] == 0:
-                    log(f"  ({out['masks'][i]} masks: more than the model "
-                        "answers)")
-                for m in range(out["count"][i]):
-                    guesses = ", ".join(
-                        f"{t.decode()} {p:.3f}" for t, p in zip(
-                            out["tokens"][i, m], out["probabilities"][i, m]))
-                    log(f"  mask {m + 1}: {guesses}")
-                cut = int(out["masks"][i]) - int(out["count"][i])
-                if out["count"][i] and cut:
-                    log(f"  ({cut} more masks cut off by truncation)")
 
 
 __all__ = ["FillMask", "FillMaskModule", "fill_mask_graph",

@@ -31,6 +31,7 @@ from bert_tf.tasks.multiple_choice.data import load_choices
 from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
 from bert_tf.text.features import cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
+from bert_tf.tasks.multiple_choice.cli import MultipleChoiceCommandLine
 
 WARMUP = (("A man is sitting on a roof.",
            ("He starts pulling up roofing.", "He is using wrap to wrap a "
@@ -77,7 +78,7 @@ def choose(logits, choices, count=None):
 
 
 @register
-class MultipleChoice(Task):
+class MultipleChoice(MultipleChoiceCommandLine, Task):
     """The multiple-choice task kind (see the module docstring)."""
 
     kind = "multiple_choice"
@@ -86,18 +87,6 @@ class MultipleChoice(Task):
     model_class = BertMultipleChoice
     hf_head = hf_head
     tflite_outputs = ("choice",)
-    predict_help = (
-        "which choice follows the context, with each choice's "
-        'probability'
-    )
-    predict_example = (
-        'bert-tf predict --model M --context "He opened the door." '
-        '--choice "It creaked." --choice "Fish swim."'
-    )
-    predict_arguments = (
-        (("--context",), {"help": "the context"}),
-        (("--choice",), {"action": "append", "default": [],
-                         "help": "one choice (repeat for each)"}))
 
     @classmethod
     def load_data(cls, spec):
@@ -198,19 +187,6 @@ class MultipleChoice(Task):
     def serving_module(self, model, vocab, fixed_length=False):
         return MultipleChoiceModule(model, self.preprocessor(vocab),
                                     vocab, fixed_length)
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        if not args.context or not args.choice:
-            raise ValueError("A multiple-choice model needs --context TEXT "
-                             "and two or more --choice TEXT.")
-        out = loaded.signatures["serving_default"](
-            context=tf.constant([args.context]),
-            choices=tf.constant([list(args.choice)]))
-        probabilities = out["probabilities"].numpy()[0]
-        best = int(out["choice"].numpy()[0])
-        for index, (text, p) in enumerate(zip(args.choice, probabilities)):
-            log(f"{'*' if index == best else ' '} {p:.4f}  {text}")
 
 
 class MultipleChoiceModule(TaskModule):

@@ -20,14 +20,15 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.models.chunked import map_in_chunks, row_classes_of
-from bert_tf.tasks.base import (Task, TaskModule, command_line_texts, register,
-                                same_batch, string_batch)
+from bert_tf.tasks.base import (Task, TaskModule, register, same_batch,
+                                string_batch)
 from bert_tf.tasks.metrics import compute
 from bert_tf.tasks.similarity.config import SimilarityConfig
 from bert_tf.tasks.similarity.data import load_pairs, pair_dataset
 from bert_tf.tasks.similarity.model import BertBiEncoder
 from bert_tf.text.features import INPUT_NAMES, cut_to_longest
 from bert_tf.text.preprocessor import BertPreprocessor
+from bert_tf.tasks.similarity.cli import SimilarityCommandLine
 
 METRICS = ("spearman", "pearson")
 WARMUP = (("A man is playing a guitar.", "Someone plays the guitar."),
@@ -48,18 +49,13 @@ def pair_inputs(preprocessor, text, text_b, trim=False):
 
 
 @register
-class Similarity(Task):
+class Similarity(SimilarityCommandLine, Task):
     """The similarity task kind (see the module docstring)."""
 
     kind = "similarity"
     serving_inputs = ("text", "text_b")
     config_class = SimilarityConfig
     model_class = BertBiEncoder
-    predict_help = 'the cosine similarity of each text pair ("A<TAB>B")'
-    predict_example = (
-        "bert-tf predict --model M $'A man plays guitar.\\tSomeone "
-        "strums a guitar.'"
-    )
 
     @classmethod
     def load_data(cls, spec):
@@ -138,22 +134,6 @@ class Similarity(Task):
     def serving_module(self, model, vocab, fixed_length=False):
         return SimilarityModule(model, self.preprocessor(vocab), vocab,
                                 fixed_length)
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        pairs = [t.split("\t", 1) for t in command_line_texts(
-            args, "two texts per line, separated by a TAB")]
-        for number, pair in enumerate(pairs, 1):
-            if len(pair) != 2:
-                raise ValueError(f"text {number}: give two texts separated "
-                                 "by a TAB ('A<TAB>B').")
-        function = loaded.signatures["serving_default"]
-        for start in range(0, len(pairs), args.batch_size):
-            chunk = pairs[start:start + args.batch_size]
-            out = function(text=tf.constant([a for a, _ in chunk]),
-                           text_b=tf.constant([b for _, b in chunk]))
-            for (a, b), score in zip(chunk, out["score"].numpy()):
-                log(f"{score:.4f}\t{a}\t{b}")
 
 
 def score_graph(model, preprocessor, fixed_length=False):

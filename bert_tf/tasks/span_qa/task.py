@@ -18,7 +18,6 @@ answers best first, padded: `top_answers`, `top_scores`, `top_starts`,
 """
 
 import dataclasses
-import json
 import weakref
 
 import keras
@@ -28,7 +27,6 @@ import tensorflow as tf
 import bert_tf.tasks.span_qa.hf_head as hf_head
 from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.models.encoder import INPUT_NAMES
-from bert_tf.storage import GPath
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
                                 same_batch, string_batch)
 from bert_tf.tasks.batching import grouped_window_batches, window_batches
@@ -39,6 +37,7 @@ from bert_tf.tasks.span_qa.features import QAPreprocessor
 from bert_tf.tasks.span_qa.metrics import squad_v1, squad_v2
 from bert_tf.tasks.span_qa.model import BertSpanLabeler, SharedSpanLoss
 from bert_tf.text.features import cut_to_longest
+from bert_tf.tasks.span_qa.cli import SpanQACommandLine
 
 WARMUP = (("Who wrote it?", "It was written by Ann Lee in 1999."),
           ("", ""),
@@ -47,7 +46,7 @@ _ANSWERERS = weakref.WeakKeyDictionary()
 
 
 @register
-class SpanQA(Task):
+class SpanQA(SpanQACommandLine, Task):
     """The span QA task kind (see the module docstring)."""
 
     kind = "span_qa"
@@ -60,17 +59,6 @@ class SpanQA(Task):
     def reads_whole_text(cls, spec):
         return True
     tflite_outputs = ("answer",)
-    predict_help = (
-        'the answer span of a question in its context, with its score '
-        'and code-point offsets ("" when unanswerable)'
-    )
-    predict_example = (
-        'bert-tf predict --model M --question "Which place is '
-        'mentioned?" --context "Snow in Oslo again"'
-    )
-    predict_arguments = (
-        (("--question",), {"help": "the question"}),
-        (("--context",), {"help": "the context, or @FILE to read it"}))
 
     @classmethod
     def load_data(cls, spec):
@@ -236,45 +224,6 @@ class SpanQA(Task):
     def serving_module(self, model, vocab, fixed_length=False):
         return SpanQAModule(model, self.preprocessor(vocab), self.spec,
                             vocab, fixed_length)
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        pairs = []
-        if args.question is not None or args.context is not None:
-            context = args.context or ""
-            if context.startswith("@"):
-                with GPath(context[1:]).open(errors="replace") as f:
-                    context = f.read()
-            pairs.append((args.question or "", context))
-        if args.input:
-            with GPath(args.input).open(errors="replace") as f:
-                for number, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                        pairs.append((row["question"], row["context"]))
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        raise ValueError(
-                            f"{args.input}:{number}: expected a JSON object "
-                            'with "question" and "context".') from None
-        if not pairs:
-            raise ValueError("Nothing to answer: give --question and "
-                             "--context (or --input FILE.jsonl).")
-        function = loaded.signatures["serving_default"]
-        for start in range(0, len(pairs), args.batch_size):
-            chunk = pairs[start:start + args.batch_size]
-            out = {k: v.numpy() for k, v in function(
-                question=tf.constant([q for q, _ in chunk]),
-                context=tf.constant([c for _, c in chunk])).items()}
-            for i, (question, _) in enumerate(chunk):
-                if out["has_answer"][i]:
-                    answer = out["answer"][i].decode("utf-8", "replace")
-                    log(f"{question}\t{answer!r}\tstart {out['start'][i]} "
-                        f"end {out['end'][i]}\tscore {out['score'][i]:.3f}")
-                else:
-                    log(f"{question}\t(no answer)\tnull score "
-                        f"{out['null_score'][i]:.3f}")
 
 
 def answer_graph(model, preprocessor, spec, fixed_length=False):

@@ -27,7 +27,7 @@ from bert_tf.samples import readers
 from bert_tf.models.chunked import map_in_chunks, row_classes_of
 from bert_tf.models.encoder import INPUT_NAMES
 from bert_tf.tasks.base import (Task, TaskModule, register, run_spec,
-                                served_text_batches, string_batch)
+                                string_batch)
 from bert_tf.tasks.batching import window_batches
 from bert_tf.tasks.labels import honoured
 from bert_tf.tasks.tagging.config import TaggingConfig
@@ -36,7 +36,8 @@ from bert_tf.tasks.tagging.decoding import (OUTPUTS, decode_entities,
                                             entity_spans)
 from bert_tf.tasks.tagging.metrics import entity_scores
 from bert_tf.tasks.tagging.model import BertTokenClassifier
-from bert_tf.text.word_windows import TaggingPreprocessor
+from bert_tf.tasks.tagging.preprocessor import TaggingPreprocessor
+from bert_tf.tasks.tagging.cli import TaggingCommandLine
 
 WARMUP = ("Barack Obama visited Paris on Monday .", "",
           " ".join(["New York"] * 200))
@@ -44,7 +45,7 @@ _TAGGERS = weakref.WeakKeyDictionary()
 
 
 @register
-class Tagging(Task):
+class Tagging(TaggingCommandLine, Task):
     """The token tagging task kind (see the module docstring)."""
 
     kind = "tagging"
@@ -56,14 +57,6 @@ class Tagging(Task):
     def reads_whole_text(cls, spec):
         return True
     tflite_outputs = ("type",)
-    predict_help = (
-        'the entities of each text: type, text, code-point offsets and '
-        'score'
-    )
-    predict_example = (
-        'bert-tf predict --model M "Watching the Seahawks with Mike in '
-        'Portland"'
-    )
 
     @classmethod
     def load_data(cls, spec):
@@ -210,18 +203,6 @@ class Tagging(Task):
     def serving_module(self, model, vocab, fixed_length=False):
         return TaggingModule(model, self.preprocessor(vocab, False),
                              self.spec, vocab, fixed_length)
-
-    @classmethod
-    def print_predictions(cls, loaded, args, log=print):
-        for chunk, out in served_text_batches(loaded, args):
-            for i, text in enumerate(chunk):
-                found = [f"{out['type'][i][j].decode()} "
-                         f"{out['text'][i][j].decode('utf-8', 'replace')!r} "
-                         f"[{out['start'][i][j]}:{out['end'][i][j]}] "
-                         f"{out['score'][i][j]:.2f}"
-                         for j in range(out["count"][i])]
-                shown = text if len(text) <= 60 else text[:57] + "..."
-                log(f"{shown}\t" + ("; ".join(found) or "(no entities)"))
 
 
 def _span_set(spans):
