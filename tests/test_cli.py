@@ -68,7 +68,7 @@ def test_predict_serves_only_as_its_own_process(monkeypatch, tmp_path):
     that only serves (a bf16 export's oneDNN weights stay reordered:
     bert_tf.serving.runtime); called in-process, where the caller may
     train, it does not."""
-    from bert_tf.serving import export
+    from bert_tf.serving import loading
 
     calls = []
 
@@ -76,7 +76,7 @@ def test_predict_serves_only_as_its_own_process(monkeypatch, tmp_path):
         calls.append(serving_only)
         raise ValueError("stop here")
 
-    monkeypatch.setattr(export, "load_exported", load)
+    monkeypatch.setattr(loading, "load_exported", load)
     monkeypatch.setattr(cli, "_add_kind_flags", lambda parser, argv:
                         parser.set_defaults(export_kind="classification"))
     argv = ["predict", "--model", str(tmp_path), "x"]

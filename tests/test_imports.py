@@ -152,7 +152,7 @@ def test_no_task_kind_imports_another():
 # checkpoints, `distill` runs a fine-tuning run with a teacher, the CLI
 # runs everything (the demo lives in examples/, outside the package).
 LAYERS = [
-    {"config", "config_io", "presets", "text", "layers", "losses", "storage",
+    {"config", "config_model", "config_runs", "config_io", "presets", "text", "layers", "losses", "storage",
      "safe_io", "precision", "keras_compat", "progress", "hf_hub", "_moved"},
     {"models", "data", "samples", "sources", "formats"},
     {"checkpoints"},

@@ -28,132 +28,21 @@ import bert_tf.serving.warmup as warmup
 from bert_tf.serving.server_config import (models_root,
                                            update_models_config,
                                            write_batching_parameters)
-from bert_tf.serving.integrity import (broken_export_error,
-                                       check_export_files)
-from bert_tf.serving.runtime import (FROZEN_WEIGHTS, keeps_reordered_weights,
-                                     native_logs_quiet, serving_only_process)
+from bert_tf.serving.runtime import FROZEN_WEIGHTS, keeps_reordered_weights
 from bert_tf.storage import GPath
+# What an export holds and how one is loaded: their own modules, their
+# names still importable from here.
+from bert_tf.serving.audit import (  # noqa: F401
+    FORBIDDEN_OPS, SIGNATURE_TENSORS, audit_ops, directory_bytes,
+    graph_op_types, read_saved_model, signature_summary, signature_tensors,
+    tf_text_op_libraries, tf_text_op_names)
+from bert_tf.serving.loading import (  # noqa: F401
+    check_saved_model, exported_kind, load_exported, predict_texts,
+    print_export_predictions)
 
-SIGNATURE_TENSORS = "signature_tensors.txt"
 # What an export adds beside its task spec in `bert_tf.json`.
 EXPORT_FIELDS = ("precision", "int8", "row_classes", "max_input_chars",
                  "max_batch_chars", "max_batch_rows", "pads_to_longest")
-FORBIDDEN_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
-
-
-def tf_text_op_libraries():
-    """Paths of the tf-text op libraries (for `TF_LoadLibrary`)."""
-    import tensorflow_text
-
-    ops_dir = GPath(tensorflow_text.__file__).parent / "python" / "ops"
-    return sorted(ops_dir.glob("_*.so"))
-
-
-def tf_text_op_names():
-    """Names of the ops the tf-text libraries register."""
-    from tensorflow.core.framework import op_def_pb2
-    from tensorflow.python.client import pywrap_tf_session
-
-    names = set()
-    for library in tf_text_op_libraries():
-        handle = pywrap_tf_session.TF_LoadLibrary(str(library))
-        try:
-            ops = op_def_pb2.OpList.FromString(
-                pywrap_tf_session.TF_GetOpList(handle))
-        finally:
-            pywrap_tf_session.TF_DeleteLibraryHandle(handle)
-        names.update(op.name for op in ops.op)
-    return names
-
-
-def read_saved_model(export_dir):
-    """The `SavedModel` protobuf of an export."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    saved = saved_model_pb2.SavedModel()
-    saved.ParseFromString((GPath(export_dir) / "saved_model.pb").read_bytes())
-    return saved
-
-
-def graph_op_types(export_dir):
-    """{op type: count} over a SavedModel's graph and function library."""
-    saved = read_saved_model(export_dir)
-    counts = {}
-    for meta_graph in saved.meta_graphs:
-        graph = meta_graph.graph_def
-        nodes = list(graph.node)
-        for function in graph.library.function:
-            nodes.extend(function.node_def)
-        for node in nodes:
-            counts[node.op] = counts.get(node.op, 0) + 1
-    return counts
-
-
-def audit_ops(export_dir):
-    """Classifies every op of the export as TensorFlow core or tf-text.
-
-    Returns:
-        {"core": {op: n}, "tf_text": {op: n}, "functions": {name: n}}; ops
-        that are calls to the graph's own functions are `functions`.
-
-    Raises:
-        ValueError: an op is a Python callback (`PyFunc`/`EagerPyFunc`) or
-            belongs to neither TensorFlow nor tf-text.
-    """
-    from tensorflow.python.framework import op_def_registry
-
-    saved = read_saved_model(export_dir)
-    functions = {f.signature.name for mg in saved.meta_graphs
-                 for f in mg.graph_def.library.function}
-    text_ops = tf_text_op_names()
-    report = {"core": {}, "tf_text": {}, "functions": {}}
-    for op, count in sorted(graph_op_types(export_dir).items()):
-        if op in FORBIDDEN_OPS:
-            raise ValueError(f"{export_dir}: the graph calls back into Python"
-                             f" ({op}); TF Serving cannot run it.")
-        if op in functions:
-            kind = "functions"
-        elif op in text_ops:
-            kind = "tf_text"
-        elif op_def_registry.get(op) is not None:
-            kind = "core"
-        else:
-            raise ValueError(f"{export_dir}: op {op!r} is neither a "
-                             "TensorFlow core op nor a tf-text op.")
-        report[kind][op] = count
-    return report
-
-
-def _signature_tensors(export_dir):
-    """Lines `input|output NAME TENSOR` of `serving_default`, for the C
-    serving check (which has no protobuf parser)."""
-    saved = read_saved_model(export_dir)
-    signature = saved.meta_graphs[0].signature_def["serving_default"]
-    lines = [f"input {k} {v.name}" for k, v in sorted(
-        signature.inputs.items())]
-    lines += [f"output {k} {v.name}" for k, v in sorted(
-        signature.outputs.items())]
-    return "\n".join(lines) + "\n"
-
-
-def _signature_summary(export_dir):
-    """One line per signature: inputs -> outputs with dtypes and shapes."""
-    saved = read_saved_model(export_dir)
-
-    def describe(infos):
-        return ", ".join(
-            f"{k}: {tf.dtypes.as_dtype(v.dtype).name}"
-            f"{[d.size if d.size >= 0 else None for d in v.tensor_shape.dim]}"
-            for k, v in sorted(infos.items()))
-
-    return [f"  {name}({describe(sig.inputs)}) -> {describe(sig.outputs)}"
-            for name, sig in sorted(
-                saved.meta_graphs[0].signature_def.items())
-            if not name.startswith("__")]
-
-
-def _directory_bytes(path):
-    return sum(p.stat().st_size for p in GPath(path).rglob("*") if p.is_file())
 
 
 def export(kind, checkpoint, out, log=print, overwrite=False,
@@ -371,7 +260,7 @@ def _write_export(out, spec, vocab, model, log, make_module,
         requests = module.warmup_requests()
         warmup.write_warmup_requests(extra / "tf_serving_warmup_requests",
                                      requests, out.parent.name)
-        (extra / SIGNATURE_TENSORS).write_text(_signature_tensors(saved))
+        (extra / SIGNATURE_TENSORS).write_text(signature_tensors(saved))
         # The whole spec, encoder shape included: an export can teach
         # (`bert-tf distill`) without its run.
         (extra / "bert_tf.json").write_text(json.dumps(spec, indent=2) +
@@ -385,7 +274,7 @@ def _write_export(out, spec, vocab, model, log, make_module,
             config_path = update_models_config(root)
             batching_path = write_batching_parameters(root,
                                                       module.BATCH_SIZES)
-    size = _directory_bytes(out)
+    size = directory_bytes(out)
     what = ", ".join(f"{k} {spec[k]}" for k in ("labels", "version_2")
                      if k in spec)
     log(f"wrote SavedModel {out} ({size / 1e6:.1f} MB; "
@@ -395,7 +284,7 @@ def _write_export(out, spec, vocab, model, log, make_module,
         f"{spec['name']}{', ' + what if what else ''}, seq_length "
         f"{spec['seq_length']})")
     log("signatures:")
-    for line in _signature_summary(out):
+    for line in signature_summary(out):
         log(line)
     log(f"ops: {sum(ops['core'].values())} nodes of {len(ops['core'])} "
         f"TensorFlow core op types, {sum(ops['tf_text'].values())} of "
@@ -422,64 +311,6 @@ def _write_export(out, spec, vocab, model, log, make_module,
             f"{out.parent.parent}{served}")
     return {"path": out, "ops": ops, "bytes": size, "kind": spec["kind"],
             "signatures": list(signatures)}
-
-
-def load_exported(path, serving_only=False):
-    """Loads an export (imports tensorflow_text first, which it needs).
-    `serving_only`: nothing in this process trains (as in `bert-tf
-    predict`), so a bf16 export's matmuls may keep their reordered weights
-    (`bert_tf.serving.runtime`)."""
-    import tensorflow_text  # noqa: F401 (registers the tf-text ops)
-
-    path = _check_saved_model(path)
-    check_export_files(path)
-    info = GPath(path) / "assets.extra" / "bert_tf.json"
-    info = json.loads(info.read_text()) if info.is_file() else {}
-    precision = precision_lib.Precision.parse(info.get("precision", "fp32"))
-    if serving_only:
-        serving_only_process(info)
-    try:
-        loaded = tf.saved_model.load(str(path))
-    except Exception as error:  # noqa: BLE001 (any damage, any file)
-        raise broken_export_error(path, error) from None
-    precision.warn_if_emulated(path)
-    return loaded
-
-
-def print_export_predictions(path, args, serving_only=False):
-    """`bert-tf predict` on an export: its kind prints the answers to
-    `args`; a request the export refuses (over its limits, a malformed
-    input) is a ValueError of the export's one line."""
-    loaded = load_exported(path, serving_only)
-    with limits_lib.refused_as_value_error(), native_logs_quiet():
-        tasks.get_export_class(exported_kind(path)).print_predictions(
-            loaded, args)
-
-
-def _check_saved_model(path):
-    path = GPath(path)
-    if not (path / "saved_model.pb").is_file():
-        raise FileNotFoundError(f"{path} is not a SavedModel (no "
-                                "saved_model.pb); pass export/NAME/VERSION.")
-    return path
-
-
-def exported_kind(path):
-    """The task kind of an export (`assets.extra/bert_tf.json`)."""
-    info = _check_saved_model(path) / "assets.extra" / "bert_tf.json"
-    if not info.is_file():
-        raise FileNotFoundError(f"{path} has no assets.extra/bert_tf.json: "
-                                "it was not written by `bert-tf export`.")
-    return json.loads(info.read_text()).get("kind", tasks.DEFAULT_KIND)
-
-
-def predict_texts(loaded, texts, texts_b=None):
-    """Runs `serving_default` on Python strings; returns NumPy outputs."""
-    function = loaded.signatures["serving_default"]
-    inputs = {"text": tf.constant(list(texts), tf.string)}
-    if texts_b is not None:
-        inputs["text_b"] = tf.constant(list(texts_b), tf.string)
-    return {k: v.numpy() for k, v in function(**inputs).items()}
 
 
 __all__ = ["export", "export_model", "export_keras_model", "audit_ops",

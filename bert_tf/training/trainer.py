@@ -13,8 +13,6 @@ left it: the same weights, the same next batch.
 
 import inspect
 import math
-import signal
-import threading
 import time
 
 import keras
@@ -27,6 +25,8 @@ from bert_tf import keras_compat
 from bert_tf.progress import progress_bar
 from bert_tf.checkpoints.run_state import RunCheckpoints
 from bert_tf.training import distribute, summaries
+from bert_tf.training.stopping import (  # noqa: F401 (TrainingStopped: API)
+    StopRequests, TrainingStopped)
 
 
 def _to_next(step, every):
@@ -36,18 +36,6 @@ def _to_next(step, every):
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or Inf; the last good checkpoint is kept."""
-
-
-class TrainingStopped(RuntimeError):
-    """SIGTERM stopped the run after a checkpoint; rerun to continue."""
-
-    exit_code = 143  # 128 + SIGTERM: ended on request, not finished
-
-    def __init__(self, step, checkpoint):
-        super().__init__(
-            f"stopped by SIGTERM at step {step} after writing {checkpoint}; "
-            "run the same command again to continue from there.")
-        self.step, self.checkpoint = step, checkpoint
 
 
 class Trainer:
@@ -279,20 +267,6 @@ class Trainer:
         self.log(f"input fast-forwarded past the {step} steps already "
                  "trained (the data order continues; nothing is replayed)")
 
-    def _on_sigterm(self, signum, frame):
-        self._stop_requested = True
-        self.log("SIGTERM: stopping after this loop, with a checkpoint")
-
-    def _stop_agreed(self):
-        """Whether any worker was asked to stop (all workers agree, so
-        they save the same step together)."""
-        if self.strategy.num_replicas_in_sync == 1:
-            return self._stop_requested
-        flag = tf.constant(int(self._stop_requested))
-        votes = self.strategy.experimental_distribute_values_from_function(
-            lambda context: flag)
-        return int(self.strategy.reduce("SUM", votes, axis=None)) > 0
-
     # --- public API ----------------------------------------------------------
 
     def restore(self):
@@ -379,12 +353,10 @@ class Trainer:
         self._saved_step = start_step if restored else None
         if start_step and self.resume_input == "fast_forward":
             self._fast_forward(start_step)
-        self._stop_requested = False
-        previous = None
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+        self._stops = StopRequests(self.strategy, self.log)
         try:
-            return self._train_from(start_step)
+            with self._stops:
+                return self._train_from(start_step)
         except (tf.errors.UnavailableError, tf.errors.AbortedError) as error:
             # A peer worker died (its collectives are aborted): say so
             # plainly; the remedy is a restart of the whole job.
@@ -395,9 +367,6 @@ class Trainer:
                 f"{int(self.step.numpy())}, the latest checkpoint is "
                 f"{self.latest_checkpoint}. Restart every worker "
                 "with the same command to continue from it.") from None
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
 
     def _train_from(self, start_step):
         config = self.config
@@ -439,7 +408,7 @@ class Trainer:
             if step % config.checkpoint_every == 0 or \
                     step >= config.train_steps:
                 self.save()
-            if self._stop_agreed():
+            if self._stops.agreed():
                 path = self.save() if self._saved_step != step else \
                     self.manager.latest_checkpoint
                 raise TrainingStopped(step, path)
