@@ -11,6 +11,8 @@ options (its `build_export` or `build_tflite`).
 import inspect
 import warnings
 
+from bert_tf.serving.limits import LIMIT_OPTIONS
+
 FORMATS = ("savedmodel", "hub", "tflite")
 # Arguments every writer takes that are not export options.
 _NOT_OPTIONS = {"checkpoint", "out", "log", "overwrite", "kind", "dtype",
@@ -62,11 +64,10 @@ def _export_kind(*args, **kwargs):
 # writer's own arguments).
 SAVEDMODEL_OPTIONS = frozenset({
     "fixed_length", "precision", "calibration", "calibration_texts",
-    "max_input_chars", "max_batch_chars", "max_batch_rows",
-    "server_config"})
+    "server_config", *LIMIT_OPTIONS})
 HUB_OPTIONS = frozenset({
     "seq_length", "lower_case", "precision", "calibration_texts",
-    "max_input_chars", "max_batch_chars", "max_batch_rows"})
+    *LIMIT_OPTIONS})
 TFLITE_OPTIONS = frozenset({"quantize"})
 # A fine-tuning run's writer in each format, and the options it takes.
 RUN_WRITERS = {"savedmodel": (_export_model, SAVEDMODEL_OPTIONS),

@@ -15,6 +15,9 @@ import inspect
 # The default of a kind whose work stops at `seq_length` pieces whatever
 # the text (a classifier): about 170,000 English words, tokenized in about
 # 0.2 s on 2 cores.
+# The export options of the limits, in the order the functions take them
+# (`bert_tf.serving` lists them among each writer's options).
+LIMIT_OPTIONS = ("max_input_chars", "max_batch_chars", "max_batch_rows")
 MAX_INPUT_CHARS = 1_000_000
 # A request's texts together, by default: four texts at the limit.
 BATCH_TEXTS_AT_LIMIT = 4
@@ -164,27 +167,25 @@ def check_given(max_input_chars, max_batch_chars, max_batch_rows=None):
     """`check_limits` of the limits given (None: the default), before
     anything is built; a batch limit is checked against a given text limit
     only."""
-    for flag, value in (("--max-input-chars", max_input_chars),
-                        ("--max-batch-chars", max_batch_chars),
-                        ("--max-batch-rows", max_batch_rows)):
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"{flag} {value!r}: must be a whole number "
-                             ">= 1.")
-    if None not in (max_input_chars, max_batch_chars):
-        check_limits(max_input_chars, max_batch_chars)
+    check_limits(max_input_chars, max_batch_chars, max_batch_rows,
+                 given_only=True)
 
 
 def check_limits(max_input_chars, max_batch_chars,
-                 max_batch_rows=MAX_BATCH_ROWS):
+                 max_batch_rows=MAX_BATCH_ROWS, given_only=False):
     """Raises a ValueError naming the flag of a limit that is not a
-    positive number, or a batch limit below the per-text one."""
-    for flag, value in (("--max-input-chars", max_input_chars),
-                        ("--max-batch-chars", max_batch_chars),
-                        ("--max-batch-rows", max_batch_rows)):
+    positive number, or a batch limit below the per-text one; with
+    `given_only`, a None limit (the default, chosen later) passes."""
+    for option, value in zip(LIMIT_OPTIONS, (
+            max_input_chars, max_batch_chars, max_batch_rows)):
+        if value is None and given_only:
+            continue
         if not isinstance(value, int) or isinstance(value, bool) or \
                 value < 1:
-            raise ValueError(f"{flag} {value!r}: must be a whole number "
-                             ">= 1.")
+            raise ValueError(f"--{option.replace('_', '-')} {value!r}: "
+                             "must be a whole number >= 1.")
+    if None in (max_input_chars, max_batch_chars):
+        return
     if max_batch_chars < max_input_chars:
         raise ValueError(f"--max-batch-chars {max_batch_chars:,} is below "
                          f"--max-input-chars {max_input_chars:,}: one text "
