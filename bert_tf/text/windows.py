@@ -17,7 +17,7 @@ builtins (plus tf-text's TFLite kernels) run them.
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
+from tensorflow_text.python.ops import byte_splitter
 
 from bert_tf.text.dense import padded_dense
 
@@ -173,58 +173,69 @@ def frame(vocab, body, position, lead, size, pair=False):
             "input_type_ids": tf.cast(in_second, tf.int32)}
 
 
-def char_offsets(text, byte_offsets):
+def _utf8_table():
+    """Per byte value: (continuation bytes it announces, the lowest and
+    highest byte value that may follow it), as UTF-8 allows (no overlong
+    forms, no surrogates, nothing past U+10FFFF); a byte that announces
+    none has an empty range."""
+    table = [[0, 256, 0]] * 256
+    for lead in range(0xC2, 0xF5):
+        wants = 1 if lead < 0xE0 else 2 if lead < 0xF0 else 3
+        low = {0xE0: 0xA0, 0xF0: 0x90}.get(lead, 0x80)
+        high = {0xED: 0x9F, 0xF4: 0x8F}.get(lead, 0xBF)
+        table[lead] = [wants, low, high]
+    return table
+
+
+_UTF8 = _utf8_table()
+
+
+def char_offsets(text, *byte_offsets):
     """Code points before each byte offset of each row of `text`: the one
     conversion of byte offsets to the character offsets we return.
 
     Args:
         text: tf.string [B].
-        byte_offsets: int [B, N] offsets into the rows (0 .. length).
+        *byte_offsets: int [B, N] offsets into the rows (0 .. length).
 
     Returns:
-        int32 [B, N]: the characters of the row before each offset, as
-        Python's `bytes.decode("utf-8", "replace")` counts them: one for
-        each character, for each cut-short one and for each invalid byte.
-        Dense ops and tf-text's byte splitter only, so TFLite graphs
-        share it.
+        one int32 [B, N] per `byte_offsets`: the characters of the row
+        before each offset, as Python's `bytes.decode("utf-8", "replace")`
+        counts them: one for each character, for each cut-short one and
+        for each invalid byte. Dense ops and tf-text's byte splitter only,
+        so TFLite graphs share it.
 
     Examples:
-        >>> char_offsets(tf.constant(["héllo", b"a\\x80b"]),
-        ...              tf.constant([[0, 1, 3, 6], [0, 1, 2, 3]])).numpy().tolist()
+        >>> offsets, = char_offsets(tf.constant(["héllo", b"a\\x80b"]),
+        ...                         tf.constant([[0, 1, 3, 6], [0, 1, 2, 3]]))
+        >>> offsets.numpy().tolist()
         [[0, 1, 2, 5], [0, 1, 2, 3]]
     """
-    raw = tf_text.ByteSplitter().split(text)
-    # Padding reads as ASCII past the end: it continues nothing.
-    codes = raw.with_flat_values(tf.cast(raw.flat_values, tf.int32))
-    codes = tf.pad(codes.to_tensor(default_value=0), [[0, 0], [3, 1]])
-    continuation = (codes >= 0x80) & (codes < 0xC0)
-    # How many continuation bytes each lead byte announces (C0, C1 and
-    # F5-FF none: they are invalid alone), and the range its second byte
-    # must be in (UTF-8 without overlong forms or surrogates).
-    wants = tf.where(codes >= 0xF5, 0, tf.where(codes >= 0xF0, 3, tf.where(
-        codes >= 0xE0, 2, tf.where(codes >= 0xC2, 1, 0))))
-    low = tf.where(codes == 0xE0, 0xA0, tf.where(codes == 0xF0, 0x90, 0x80))
-    high = tf.where(codes == 0xED, 0x9F, tf.where(codes == 0xF4, 0x8F, 0xBF))
+    # tf-text's op without its Python wrapper, which validates the ragged
+    # tensors the op made consistent (a dozen nodes a request).
+    values, splits, _, _ = byte_splitter.gen_byte_splitter \
+        .tf_text_byte_split_with_offsets(input_values=tf.reshape(text, [-1]))
+    raw = tf.RaggedTensor.from_row_splits(tf.cast(values, tf.int32), splits,
+                                          validate=False)
+    # ASCII bytes past each row: an offset may be the row's length, and
+    # every row is long enough for the shifts below.
+    codes = tf.pad(raw.to_tensor(), [[0, 0], [0, 3]])
+    wants, low, high = tf.unstack(tf.gather(tf.constant(_UTF8), codes), axis=2)
 
-    def back(x, k):  # x shifted k bytes later: x[i - k] at i
-        return x[:, 3 - k:tf.shape(x)[1] - k]
+    def before(x, k):  # x[i - k] at i (false or 0 before the row)
+        return tf.pad(x[:, :-k], [[0, 0], [k, 0]])
 
-    here = back(codes, 0)
     # A byte continues a character when it is in range after its lead
-    # byte, or continues one that did; any other byte starts a character
-    # of its own, as `decode("utf-8", "replace")` reads it.
-    second = (back(wants, 1) >= 1) & (here >= back(low, 1)) & \
-        (here <= back(high, 1))
-    padded_second = tf.pad(second, [[0, 0], [3, 0]])
-    third = back(continuation, 0) & back(padded_second, 1) & \
-        (back(wants, 2) >= 2)
-    padded_third = tf.pad(third, [[0, 0], [3, 0]])
-    fourth = back(continuation, 0) & back(padded_third, 1) & \
-        (back(wants, 3) >= 3)
-    continues = second | third | fourth
-    starts = tf.cast(~continues, tf.int32)
-    before = tf.math.cumsum(starts, axis=1, exclusive=True)
-    return tf.gather(before, tf.cast(byte_offsets, tf.int32), batch_dims=1)
+    # byte, or continues one that did (up to what the lead announced);
+    # any other byte starts a character of its own.
+    continuation = tf.equal(tf.bitwise.bitwise_and(codes, 0xC0), 0x80)
+    second = (codes >= before(low, 1)) & (codes <= before(high, 1))
+    third = continuation & before(second, 1) & (before(wants, 2) >= 2)
+    fourth = continuation & before(third, 1) & (before(wants, 3) >= 3)
+    starts = tf.cast(~(second | third | fourth), tf.int32)
+    counted = tf.math.cumsum(starts, axis=1, exclusive=True)
+    return tuple(tf.gather(counted, tf.cast(offsets, tf.int32), batch_dims=1)
+                 for offsets in byte_offsets)
 
 
 def bert_words(vocab, pieces):

@@ -102,8 +102,8 @@ class WordWindows(keras.layers.Layer):
         else:
             num_words, pieces, byte_start, byte_end = bert_words(
                 self.tokenizer.vocab, self.tokenizer.dense_with_offsets(text))
-        char_start = char_offsets(text, tf.maximum(byte_start, 0))
-        char_end = char_offsets(text, tf.maximum(byte_end, 0))
+        char_start, char_end = char_offsets(
+            text, tf.maximum(byte_start, 0), tf.maximum(byte_end, 0))
         return word_windows(
             self.tokenizer.vocab, num_words, pieces,
             {"byte_start": byte_start, "byte_end": byte_end,

@@ -106,8 +106,8 @@ class QAPreprocessor(keras.layers.Layer):
         context = tf.convert_to_tensor(context, tf.string)
         query = self.tokenizer(question)
         pieces = self.tokenizer.dense_with_offsets(context)
-        pieces["char_start"] = char_offsets(context, pieces["byte_start"])
-        pieces["char_end"] = char_offsets(context, pieces["byte_end"])
+        pieces["char_start"], pieces["char_end"] = char_offsets(
+            context, pieces["byte_start"], pieces["byte_end"])
         features, windows = qa_windows(
             self.tokenizer.vocab, query, pieces, self.seq_length,
             self.doc_stride, self.max_query_length)

@@ -46,8 +46,8 @@ def tflite_features(tokenizer, vocab, question, context, seq_length,
                                  max_pieces)
     pieces = {"lengths": lengths, "ids": padded_dense(ids, vocab.pad_id),
               "byte_start": byte_start, "byte_end": byte_end,
-              "char_start": char_offsets(context, byte_start),
-              "char_end": char_offsets(context, byte_end)}
+              **dict(zip(("char_start", "char_end"), char_offsets(
+                  context, byte_start, byte_end)))}
     features, _ = qa_windows(vocab, query, pieces, seq_length, doc_stride,
                              max_query_length)
     return {**features, "over_limit": over_limit}

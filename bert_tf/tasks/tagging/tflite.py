@@ -48,9 +48,9 @@ def tagging_windows(tokenizer, vocab, text, seq_length, doc_stride,
         "ids": padded_dense(ids, vocab.pad_id), "byte_start": byte_start,
         "byte_end": byte_end})
     offsets = {"byte_start": start, "byte_end": end}
-    for side, values in (("start", start), ("end", end)):
-        offsets[f"char_{side}"] = tf.where(values >= 0, char_offsets(
-            text, tf.maximum(values, 0)), -1)
+    chars = char_offsets(text, tf.maximum(start, 0), tf.maximum(end, 0))
+    for side, values, counted in zip(("start", "end"), (start, end), chars):
+        offsets[f"char_{side}"] = tf.where(values >= 0, counted, -1)
     return word_windows(vocab, num_words, pieces, offsets, seq_length,
                         doc_stride, max_pieces)
 
