@@ -175,15 +175,15 @@ def frame(vocab, body, position, lead, size, pair=False):
 
 def _utf8_table():
     """Per byte value: (continuation bytes it announces, the lowest and
-    highest byte value that may follow it), as UTF-8 allows (no overlong
-    forms, no surrogates, nothing past U+10FFFF); a byte that announces
-    none has an empty range."""
-    table = [[0, 256, 0]] * 256
+    highest byte value that may follow it, 1 if it is a continuation
+    byte), as UTF-8 allows (no overlong forms, no surrogates, nothing past
+    U+10FFFF); a byte that announces none has an empty range."""
+    table = [[0, 256, 0, int(0x80 <= byte < 0xC0)] for byte in range(256)]
     for lead in range(0xC2, 0xF5):
         wants = 1 if lead < 0xE0 else 2 if lead < 0xF0 else 3
         low = {0xE0: 0xA0, 0xF0: 0x90}.get(lead, 0x80)
         high = {0xED: 0x9F, 0xF4: 0x8F}.get(lead, 0xBF)
-        table[lead] = [wants, low, high]
+        table[lead] = [wants, low, high, 0]
     return table
 
 
@@ -220,7 +220,8 @@ def char_offsets(text, *byte_offsets):
     # ASCII bytes past each row: an offset may be the row's length, and
     # every row is long enough for the shifts below.
     codes = tf.pad(raw.to_tensor(), [[0, 0], [0, 3]])
-    wants, low, high = tf.unstack(tf.gather(tf.constant(_UTF8), codes), axis=2)
+    wants, low, high, continuation = tf.unstack(
+        tf.gather(tf.constant(_UTF8), codes), axis=2)
 
     def before(x, k):  # x[i - k] at i (false or 0 before the row)
         return tf.pad(x[:, :-k], [[0, 0], [k, 0]])
@@ -228,7 +229,7 @@ def char_offsets(text, *byte_offsets):
     # A byte continues a character when it is in range after its lead
     # byte, or continues one that did (up to what the lead announced);
     # any other byte starts a character of its own.
-    continuation = tf.equal(tf.bitwise.bitwise_and(codes, 0xC0), 0x80)
+    continuation = tf.equal(continuation, 1)
     second = (codes >= before(low, 1)) & (codes <= before(high, 1))
     third = continuation & before(second, 1) & (before(wants, 2) >= 2)
     fourth = continuation & before(third, 1) & (before(wants, 3) >= 3)
