@@ -262,3 +262,16 @@ def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
     assert [n for n in handles if "qkv" in n], handles
     assert not [n for n in handles if "pooler" in n], handles
     np.testing.assert_allclose(traced(inputs), classifier(inputs), atol=1e-5)
+
+
+def test_served_model_passes_attributes_through_without_recursing(
+        tiny_config):
+    import copy
+    from bert_tf.tasks.classification.model import BertClassifier
+    classifier = BertClassifier(BertEncoder(**tiny_config), num_classes=3)
+    served = ServedModel(classifier)
+    assert served.num_classes == 3
+    bare = ServedModel.__new__(ServedModel)  # what copy and pickle make
+    with pytest.raises(AttributeError):
+        bare.model
+    assert copy.copy(served).model is classifier

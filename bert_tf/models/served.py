@@ -223,5 +223,9 @@ class ServedModel:
         return self.run("embed_with", inputs)
 
     def __getattr__(self, name):
+        # Reached only for names not set in __init__; before it has set
+        # `model` (copy, pickle), looking it up here would recurse.
+        if name == "model" or name.startswith("__"):
+            raise AttributeError(name)
         return getattr(self.model, name)
 
