@@ -75,6 +75,15 @@ def random_inputs(batch=3, length=12, vocab=120, seed=0, pad_from=None):
     return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
 
 
+def assert_close_at_real_tokens(got, want, input_mask, atol=1e-5):
+    """Token outputs [batch, seq, ...] of a served encoder equal `want` at
+    every real token; at a padded position it copies a real token's row
+    (`bert_tf.layers.transformer.TokenRows`): that means nothing."""
+    real = np.asarray(input_mask).astype(bool)
+    np.testing.assert_allclose(np.asarray(got)[real], np.asarray(want)[real],
+                               atol=atol)
+
+
 def pretraining_batch(batch=4, length=16, vocab=120, predictions=3, seed=0):
     rng = np.random.default_rng(seed)
     features = random_inputs(batch, length, vocab, seed)

@@ -7,7 +7,7 @@ from bert_tf import checkpoints
 from bert_tf.models.chunked import ROW_CLASS_BOUNDS, map_in_chunks, row_class
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.served import ServedEncoder, ServedModel
-from conftest import TINY, random_inputs
+from conftest import TINY, assert_close_at_real_tokens, random_inputs
 
 
 def test_outputs_and_names(tiny_config):
@@ -149,13 +149,15 @@ def test_row_class_bounds_are_inclusive_below(rows, expected):
     assert int(row_class(tf.constant(rows))) == expected
 
 
-@pytest.mark.parametrize("batch, length, expected", [
-    (1, 6, 0), (1, 7, 1), (2, 40, 1), (3, 27, 2), (9, 9, 2)])
+@pytest.mark.parametrize("batch, length, real, expected", [
+    (1, 6, 6, 0), (1, 7, 7, 1), (2, 40, 40, 1), (3, 27, 27, 2),
+    (9, 9, 9, 2), (3, 27, 20, 1), (4, 60, 1, 0)])
 def test_traced_encoder_runs_the_copy_of_its_token_rows_class(
-        tiny_config, batch, length, expected):
+        tiny_config, batch, length, real, expected):
     """The copy a served fp32 encoder runs (the index `map_in_chunks`'s
-    row-class branch computes) is the class of batch x length token rows:
-    6 / 7 / 80 / 81 rows run copies 0 / 1 / 1 / 2."""
+    row-class branch computes) is the class of the token rows its matmuls
+    take, the real ones (`real` of each row's `length`): 6 / 7 / 80 / 81
+    rows run copies 0 / 1 / 1 / 2, whatever the padding around them."""
     served = ServedModel(BertEncoder(**tiny_config), ROW_CLASS_BOUNDS)
     names = ("input_word_ids", "input_mask", "input_type_ids")
     wrapped = tf.compat.v1.wrap_function(
@@ -168,8 +170,8 @@ def test_traced_encoder_runs_the_copy_of_its_token_rows_class(
         feeds=[wrapped.graph.get_tensor_by_name(f"{k}:0") for k in names],
         fetches=case.inputs[0])
     ids = tf.fill((batch, length), 5)
-    assert int(branch(ids, tf.ones_like(ids), tf.zeros_like(ids))) == \
-        expected
+    mask = tf.cast(tf.range(length) < real, tf.int32) + tf.zeros_like(ids)
+    assert int(branch(ids, mask, tf.zeros_like(ids))) == expected
 
 
 def _random_vectors(encoder, seed):
@@ -201,8 +203,11 @@ def test_served_encoder_reads_vectors_as_constants_and_matrices_as_variables(
                  if op.type == "Const"}
     assert {v for v in vectors if "qkv" in v} <= constants
     after = served(inputs)
-    for name in ("sequence_output", "pooled_output"):
-        np.testing.assert_allclose(after[name], before[name], atol=1e-5)
+    np.testing.assert_allclose(after["pooled_output"],
+                               before["pooled_output"], atol=1e-5)
+    assert_close_at_real_tokens(after["sequence_output"],
+                                before["sequence_output"],
+                                inputs["input_mask"])
 
 
 @pytest.mark.parametrize("zeros", ["one channel", "every channel"])
@@ -225,9 +230,10 @@ def test_served_form_keeps_betas_with_zeros(tiny_config, zeros):
     before = encoder(inputs)
     after = tf.function(ServedEncoder(encoder))(inputs)
     for a, b in zip(after["encoder_outputs"], before["encoder_outputs"]):
-        np.testing.assert_allclose(a, b, atol=1e-5)
-    np.testing.assert_allclose(after["sequence_output"],
-                               before["sequence_output"], atol=1e-5)
+        assert_close_at_real_tokens(a, b, inputs["input_mask"])
+    assert_close_at_real_tokens(after["sequence_output"],
+                                before["sequence_output"],
+                                inputs["input_mask"])
 
 
 def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
@@ -249,10 +255,13 @@ def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
     # feed-forward in and out of every block.
     assert len(folded) == 4 * tiny_config["num_layers"] - 2, folded
     after = served(inputs)
-    for name in ("sequence_output", "pooled_output"):
-        np.testing.assert_allclose(after[name], before[name], atol=1e-5)
+    np.testing.assert_allclose(after["pooled_output"],
+                               before["pooled_output"], atol=1e-5)
+    assert_close_at_real_tokens(after["sequence_output"],
+                                before["sequence_output"],
+                                inputs["input_mask"])
     for a, b in zip(after["encoder_outputs"], before["encoder_outputs"]):
-        np.testing.assert_allclose(a, b, atol=1e-5)
+        assert_close_at_real_tokens(a, b, inputs["input_mask"])
 
     classifier = BertClassifier(encoder, num_classes=2, pooling="mean")
     traced = tf.function(ServedModel(classifier))
@@ -275,3 +284,32 @@ def test_served_model_passes_attributes_through_without_recursing(
     with pytest.raises(AttributeError):
         bare.model
     assert copy.copy(served).model is classifier
+
+
+def test_served_encoder_multiplies_only_the_kept_token_rows(tiny_config):
+    encoder = BertEncoder(**tiny_config)
+    inputs = random_inputs(batch=3, length=12, pad_from=4)
+    inputs["input_mask"][1, :] = 0  # a row with no real token at all
+    want = encoder(inputs)
+    seen = []  # the rows each feed-forward layer multiplied
+    block = encoder.transformer_layers[0]
+    call = block.intermediate.call
+    block.intermediate.call = lambda x: seen.append(x.shape[0]) or call(x)
+    try:
+        got = ServedEncoder(encoder)(inputs)
+    finally:
+        block.intermediate.call = call
+    # 12 + 4 real tokens and the masked row's first: not 3 x 12.
+    assert seen == [17]
+    # A row with no real token attends to nothing real: only finite.
+    assert np.isfinite(got["sequence_output"]).all()
+    kept = inputs["input_mask"].astype(bool)
+    for name in ("sequence_output", "embedding_output"):
+        np.testing.assert_allclose(np.asarray(got[name])[kept],
+                                   np.asarray(want[name])[kept], atol=1e-5)
+    for a, b in zip(got["encoder_outputs"], want["encoder_outputs"]):
+        np.testing.assert_allclose(np.asarray(a)[kept], np.asarray(b)[kept],
+                                   atol=1e-5)
+    np.testing.assert_allclose(np.asarray(got["pooled_output"])[[0, 2]],
+                               np.asarray(want["pooled_output"])[[0, 2]],
+                               atol=1e-5)

@@ -10,12 +10,15 @@ tokens in a `tf.while_loop` and keeps only each step's small outputs
 
 import tensorflow as tf
 
+from bert_tf.layers.transformer import TokenRows
+
 # Tokens (rows x row length) per step: 64 windows of 128 tokens, whose
 # activations in MiniLM-L6 peak at about 220 MB (docs/guides/serving.md);
 # every short request, and a batch of 32 short texts, is one step.
 TOKENS_PER_STEP = 8192
 
-# The token-row counts at which oneDNN's fp32 matmuls change their blocked
+# The token-row counts (the rows a served encoder multiplies: its kept
+# tokens, `TokenRows`) at which oneDNN's fp32 matmuls change their blocked
 # weight layout on AVX-512 (AB16b64a below 7 rows and from 81, AB16b32a in
 # between; 2 EPYC cores, TF 2.20). A kernel that keeps its reordered
 # weights (TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1) keeps one layout only.
@@ -91,7 +94,8 @@ def map_in_chunks(function, inputs, outputs,
         values = tf.cond(fits, lambda: run(inputs), loop)
     else:
         values = tf.switch_case(
-            tf.where(fits, row_class(tokens, row_classes),
+            tf.where(fits, row_class(_multiplied_rows(inputs, tokens),
+                                     row_classes),
                      len(row_classes) + 1),
             [lambda: run(inputs)] * (len(row_classes) + 1) + [loop])
     results = {}
@@ -100,6 +104,15 @@ def map_in_chunks(function, inputs, outputs,
         if shapes[name].rank is not None:
             results[name].set_shape([None] + shapes[name][1:])
     return results
+
+
+def _multiplied_rows(inputs, tokens):
+    """The token rows a served encoder's matmuls take for `inputs`: the
+    kept tokens of its `input_mask` (`TokenRows`), else `tokens`."""
+    if isinstance(inputs, dict) and "input_mask" in inputs:
+        return tf.reduce_sum(tf.cast(
+            TokenRows.kept_tokens(inputs["input_mask"]), tf.int32))
+    return tokens
 
 
 def _in_steps(run, inputs, count, tokens_per_step, full_steps):

@@ -13,6 +13,13 @@ numbers are the same (to float32 rounding); the graph is smaller:
   (`bert_tf.layers.folding`), for float dense layers;
 - the attention transposes heads with TensorFlow's own kernel
   (`bert_tf.layers.transformer.transpose_heads`);
+- the blocks' matmuls and norms take the real tokens' rows only, padded
+  back where the attention needs the batch's shape
+  (`bert_tf.layers.transformer.TokenRows`): a batch padded to its longest
+  text multiplies no padding (BERT-Base, 32 RT sentences: 22 -> 37
+  sentences/s in fp32, 55 -> 85 in bf16, 77 -> 112 in int8, on 2 AMX
+  cores; a text alone gains nothing, and its 26 row copies cost about
+  0.6 ms). Outputs at padded positions copy a real token's row;
 - the pooler runs only for a head that reads it.
 
 The graph copy per row class (fp32 exports) is `map_in_chunks`'s, asked by
@@ -26,7 +33,8 @@ import tensorflow as tf
 
 from bert_tf.layers.folding import beta_of, biases_with, foldable
 from bert_tf.layers.norm import served_layer_norm
-from bert_tf.layers.transformer import attention_logit_bias, transpose_heads
+from bert_tf.layers.transformer import (TokenRows, attention_logit_bias,
+                                        transpose_heads)
 from bert_tf.models.encoder import INPUT_NAMES, select_inputs
 
 
@@ -121,8 +129,11 @@ class ServedEncoder:
         bias = attention_logit_bias(inputs["input_mask"],
                                     self.config.attention == "causal")
         shape = tf.shape(x)
-        layer_rows = self._blocks(
-            tf.reshape(x, (-1, self.config.hidden_size)), bias, values)
+        rows = tf.reshape(x, (-1, self.config.hidden_size))
+        # The blocks multiply the kept tokens' rows only (TokenRows).
+        token_rows = TokenRows(inputs["input_mask"])
+        layer_rows = [token_rows.padded(r) for r in self._blocks(
+            token_rows.compact(rows), bias, values, token_rows)]
         sequence_output = tf.reshape(layer_rows[-1], shape)
         first = sequence_output[:, 0, :]
         return {
@@ -132,7 +143,7 @@ class ServedEncoder:
             "embedding_output": embedding_output,
         }
 
-    def _blocks(self, rows, bias, values):
+    def _blocks(self, rows, bias, values, token_rows):
         """Each block's output rows. With float matmuls, each norm's beta
         is added by the biases after it (`served_block`): each layer's
         output gets its beta back in one add, which Grappler drops where
@@ -144,7 +155,8 @@ class ServedEncoder:
         for block in blocks:
             with tf.name_scope(block.name):
                 rows, missing = served_block(block, rows, missing, bias,
-                                             rows_shape, values, fold)
+                                             rows_shape, values, fold,
+                                             token_rows)
             outputs.append(rows if missing is None else rows + missing)
         return outputs
 
@@ -155,7 +167,8 @@ def block_matmuls(block):
             block.intermediate, block.output_dense)
 
 
-def served_block(block, rows, missing, bias, rows_shape, values, fold):
+def served_block(block, rows, missing, bias, rows_shape, values, fold,
+                 token_rows=None):
     """A `TransformerBlock` on token rows that lack `missing` (the beta
     of the norm before, float32 [H], or None), served: returns (its output
     rows, less the output norm's beta when `fold`, that beta or None).
@@ -164,7 +177,8 @@ def served_block(block, rows, missing, bias, rows_shape, values, fold):
     with biases_with(missing, values, fed=[attention.qkv],
                      residual=[attention.output_dense]):
         attended = attention(rows, attention_bias=bias,
-                             rows_shape=rows_shape, transpose=transpose_heads)
+                             rows_shape=rows_shape, transpose=transpose_heads,
+                             token_rows=token_rows)
     rows = served_layer_norm(block.attention_norm,
                              rows + tf.cast(attended, rows.dtype),
                              add_beta=not fold)
