@@ -5,15 +5,26 @@ Shapes: BERT-Base at seq 128 / batch 8 and L4/H256 at seq 128 / batch 32.
 Every pre-training step computes masked-LM logits only at the 20 masked
 positions per sequence (HF gets the same treatment: the trunk and the
 prediction head are applied to the gathered positions) plus NSP, and
-applies an AdamW update. TF models run as `tf.function`s; ours and
-keras-hub with XLA (`jit_compile=True`), whose first step (compile) time is
-reported. "peak" is the share of this CPU's measured fp32 matmul rate.
+applies an AdamW update. TF models run as `tf.function`s; ours
+(`bert_tf`) and keras-hub with XLA (`jit_compile=True`), ours also without
+(`bert_tf_no_xla`, the trainer's default). The first step's time (trace and
+compile) is reported. "peak" is the share of this CPU's measured fp32 matmul
+rate.
+
+bf16 rows: ours and keras-hub under Keras's `mixed_bfloat16` policy, Model
+Garden under tf_keras's, HF PyTorch under `torch.autocast("cpu",
+torch.bfloat16)`. They run only where the CPU computes bf16 natively
+(AVX512_BF16 or AMX); elsewhere oneDNN emulates it and they are skipped.
+Fine-tuning rows (`finetune_steps.py`): a classifier at seq 128 with the
+demo's batch of 32, through `model.fit` and through our trainer.
 
     make bench     # or: .venv-bench/bin/python benchmarks/model_throughput.py
 """
 
 import argparse
+import contextlib
 import os
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -21,8 +32,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from finetune_steps import (FINETUNE_PEERS, finetune_arrays,  # noqa: E402
+                            keras_policy)
+
 SHAPES = {"bert_base": dict(layers=12, hidden=768, heads=12, batch=8),
-          "l4_h256": dict(layers=4, hidden=256, heads=4, batch=32)}
+          "l4_h256": dict(layers=4, hidden=256, heads=4, batch=32),
+          "minilm_l6": dict(layers=6, hidden=384, heads=12, batch=32)}
+PRETRAIN_SHAPES = ("bert_base", "l4_h256")
+FINETUNE_SHAPES = ("l4_h256", "minilm_l6")
 SEQ, VOCAB, PREDICTIONS = 128, 30522, 20
 
 
@@ -65,29 +83,31 @@ def timed(fn, seconds=20.0, min_calls=3):
 
 # --- bert_tf -------------------------------------------------------------------
 
-def our_steps(shape):
-    """Our XLA-compiled encoder forward and pre-training step, each a
-    `tf.function` of the feature dict (also profiled by xla_profile.py)."""
+def our_steps(shape, bf16=False, jit_compile=True):
+    """Our encoder forward and pre-training step, each a `tf.function` of
+    the feature dict, XLA-compiled by default (also profiled by
+    xla_profile.py)."""
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.models.pretrainer import BertPretrainer
     from bert_tf.training.optimization import NO_DECAY, FusedAdamW
 
-    encoder = BertEncoder(num_layers=shape["layers"],
-                          hidden_size=shape["hidden"],
-                          num_heads=shape["heads"],
-                          intermediate_size=4 * shape["hidden"])
-    model = BertPretrainer(encoder)
+    with keras_policy(bf16):
+        encoder = BertEncoder(num_layers=shape["layers"],
+                              hidden_size=shape["hidden"],
+                              num_heads=shape["heads"],
+                              intermediate_size=4 * shape["hidden"])
+        model = BertPretrainer(encoder)
     optimizer = FusedAdamW(1e-4, weight_decay=0.01)  # what `pretrain` uses
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY))
     # Built up front, as the trainer and `model.fit` do (a lazy build inside
     # the first step would trace it twice).
     optimizer.build(model.trainable_variables)
 
-    @tf.function(jit_compile=True)
+    @tf.function(jit_compile=jit_compile)
     def infer(x):
         return encoder(x)["sequence_output"]
 
-    @tf.function(jit_compile=True)
+    @tf.function(jit_compile=jit_compile)
     def train(x):
         with tf.GradientTape() as tape:
             loss = model.compute_loss(x=x, y_pred=model(x, training=True))
@@ -99,15 +119,36 @@ def our_steps(shape):
     return infer, train
 
 
-def ours(shape, data):
-    infer, train = our_steps(shape)
+def ours(shape, data, bf16, jit_compile=True):
+    infer, train = our_steps(shape, bf16, jit_compile)
     x = {k: tf.constant(v) for k, v in data.items()}
     return lambda: infer(x).numpy(), lambda: train(x).numpy()
 
 
+def ours_no_xla(shape, data, bf16):
+    return ours(shape, data, bf16, jit_compile=False)
+
+
 # --- Model Garden (tf_keras) ---------------------------------------------------
 
-def garden(shape, data):
+@contextlib.contextmanager
+def tf_keras_policy(bf16):
+    import tf_keras
+    previous = tf_keras.mixed_precision.global_policy()
+    tf_keras.mixed_precision.set_global_policy(
+        "mixed_bfloat16" if bf16 else "float32")
+    try:
+        yield
+    finally:
+        tf_keras.mixed_precision.set_global_policy(previous)
+
+
+def garden(shape, data, bf16):
+    with tf_keras_policy(bf16):
+        return _garden(shape, data)
+
+
+def _garden(shape, data):
     import tf_keras
     from official.nlp.modeling import models, networks
 
@@ -154,14 +195,15 @@ def garden(shape, data):
 
 # --- keras-hub ------------------------------------------------------------------
 
-def keras_hub_peer(shape, data):
+def keras_hub_peer(shape, data, bf16):
     import keras
     import keras_hub
 
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=VOCAB, num_layers=shape["layers"],
         num_heads=shape["heads"], hidden_dim=shape["hidden"],
-        intermediate_dim=4 * shape["hidden"], max_sequence_length=512)
+        intermediate_dim=4 * shape["hidden"], max_sequence_length=512,
+        dtype="mixed_bfloat16" if bf16 else "float32")
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(
@@ -180,7 +222,7 @@ def keras_hub_peer(shape, data):
 
 # --- HF transformers (PyTorch) ---------------------------------------------------
 
-def hf_peer(shape, data):
+def hf_peer(shape, data, bf16):
     import torch
     from transformers import BertConfig, BertForPreTraining
 
@@ -196,25 +238,30 @@ def hf_peer(shape, data):
          if k != "masked_lm_weights"}
     rows = torch.arange(len(data["input_word_ids"]))[:, None]
 
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+
     def infer():
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             return model.bert(input_ids=t["input_word_ids"],
                               attention_mask=t["input_mask"],
                               token_type_ids=t["input_type_ids"])[0]
 
     def train():
         model.train()
-        out = model.bert(input_ids=t["input_word_ids"],
-                         attention_mask=t["input_mask"],
-                         token_type_ids=t["input_type_ids"])
-        gathered = out.last_hidden_state[rows, t["masked_lm_positions"]]
-        logits = model.cls.predictions(gathered)
-        nsp = model.cls.seq_relationship(out.pooler_output)
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, VOCAB), t["masked_lm_ids"].reshape(-1)) + \
-            torch.nn.functional.cross_entropy(nsp,
-                                              t["next_sentence_labels"])
+        with autocast():
+            out = model.bert(input_ids=t["input_word_ids"],
+                             attention_mask=t["input_mask"],
+                             token_type_ids=t["input_type_ids"])
+            gathered = out.last_hidden_state[rows, t["masked_lm_positions"]]
+            logits = model.cls.predictions(gathered)
+            nsp = model.cls.seq_relationship(out.pooler_output)
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, VOCAB).float(),
+                t["masked_lm_ids"].reshape(-1)) + \
+                torch.nn.functional.cross_entropy(nsp.float(),
+                                                  t["next_sentence_labels"])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -223,8 +270,10 @@ def hf_peer(shape, data):
     return infer, train
 
 
-PEERS = {"bert_tf": ours, "model_garden": garden, "keras_hub": keras_hub_peer,
+PEERS = {"bert_tf": ours, "bert_tf_no_xla": ours_no_xla,
+         "model_garden": garden, "keras_hub": keras_hub_peer,
          "hf_torch": hf_peer}
+OURS = ("bert_tf", "bert_tf_no_xla", "bert_tf_fit", "bert_tf_trainer")
 
 
 def matmul_peak():
@@ -235,44 +284,101 @@ def matmul_peak():
     return 2 * 2048 ** 3 / seconds
 
 
+def compare(rates, column):
+    """`ours / fastest peer` at `column` of `rates` ({name: figures})."""
+    ours = {k: v for k, v in rates.items() if k in OURS}
+    peers = {k: v for k, v in rates.items() if k not in OURS}
+    if not ours or not peers:
+        return ""
+    best_ours = max(ours, key=lambda k: ours[k][column])
+    best_peer = max(peers, key=lambda k: peers[k][column])
+    return (f"{ours[best_ours][column] / peers[best_peer][column]:.2f}x "
+            f"({best_ours} / {best_peer})")
+
+
+def pretraining_table(name, bf16, only, seconds, peak):
+    shape = SHAPES[name]
+    data = batch_arrays(shape["batch"])
+    flops = encoder_flops(shape["layers"], shape["hidden"])
+    print(f"\npre-training, {name} ({'bf16' if bf16 else 'fp32'}): "
+          f"L={shape['layers']} H={shape['hidden']} seq {SEQ} "
+          f"batch {shape['batch']}")
+    print(f"  {'':<16}{'infer seq/s':>12}{'peak':>7}{'train seq/s':>13}"
+          f"{'first step s':>14}")
+    rates = {}
+    for peer in only:
+        try:
+            infer, train = PEERS[peer](shape, data, bf16)
+        except ImportError as e:
+            print(f"  {peer:<16}skipped ({e}; use .venv-bench)")
+            continue
+        try:
+            _, infer_s = timed(infer, seconds)
+            first, train_s = timed(train, seconds)
+        except Exception as e:  # a peer that cannot run this precision
+            lines = [l for l in str(e).splitlines() if "Error" in l]
+            print(f"  {peer:<16}failed: {(lines or [repr(e)])[-1].strip()}")
+            continue
+        rates[peer] = (shape["batch"] / infer_s, shape["batch"] / train_s)
+        share = rates[peer][0] * flops / peak
+        print(f"  {peer:<16}{rates[peer][0]:12.2f}{share:7.0%}"
+              f"{rates[peer][1]:13.2f}{first:14.1f}")
+    if compare(rates, 0):
+        print(f"  ours / fastest peer: inference {compare(rates, 0)}, "
+              f"training {compare(rates, 1)}")
+
+
+def finetuning_table(name, bf16, only, seconds):
+    shape = SHAPES[name]
+    data = finetune_arrays(SEQ)
+    print(f"\nfine-tuning a classifier, {name} ({'bf16' if bf16 else 'fp32'})"
+          f": L={shape['layers']} H={shape['hidden']} seq {SEQ} "
+          f"batch {len(data['labels'])}")
+    print(f"  {'':<16}{'train seq/s':>13}{'first step s':>14}")
+    rates = {}
+    for peer in only:
+        try:
+            run, steps = FINETUNE_PEERS[peer](shape, data, bf16)
+        except ImportError as e:
+            print(f"  {peer:<16}skipped ({e}; use .venv-bench)")
+            continue
+        first, call_s = timed(run, seconds)
+        step_s = call_s / steps
+        rates[peer] = (len(data["labels"]) / step_s,)
+        print(f"  {peer:<16}{rates[peer][0]:13.2f}"
+              f"{first - (steps - 1) * step_s:14.1f}")
+    if compare(rates, 0):
+        print(f"  ours / fastest peer: {compare(rates, 0)}")
+
+
 def main():
+    from bert_tf.precision import cpu_bf16_flags
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shapes", nargs="+", default=list(SHAPES))
+    parser.add_argument("--shapes", nargs="+", default=list(PRETRAIN_SHAPES),
+                        help="pre-training shapes")
     parser.add_argument("--only", nargs="+", default=list(PEERS))
+    parser.add_argument("--finetune-shapes", nargs="*",
+                        default=list(FINETUNE_SHAPES))
+    parser.add_argument("--finetune-only", nargs="+",
+                        default=list(FINETUNE_PEERS))
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"],
+                        choices=["fp32", "bf16"])
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     peak = matmul_peak()
     print(f"fp32 matmul peak measured on this CPU: {peak / 1e9:.0f} GFLOP/s")
-    for name in args.shapes:
-        shape = SHAPES[name]
-        data = batch_arrays(shape["batch"])
-        flops = encoder_flops(shape["layers"], shape["hidden"])
-        print(f"\n{name}: L={shape['layers']} H={shape['hidden']} seq {SEQ} "
-              f"batch {shape['batch']}")
-        print(f"  {'':<14}{'infer seq/s':>12}{'peak':>7}{'train seq/s':>13}"
-              f"{'first step s':>14}")
-        rates = {}
-        for peer in args.only:
-            try:
-                infer, train = PEERS[peer](shape, data)
-            except ImportError as e:
-                print(f"  {peer:<14}skipped ({e}; use .venv-bench)")
-                continue
-            _, infer_s = timed(infer, args.seconds)
-            first, train_s = timed(train, args.seconds)
-            rates[peer] = (shape["batch"] / infer_s, shape["batch"] / train_s)
-            share = rates[peer][0] * flops / peak
-            print(f"  {peer:<14}{rates[peer][0]:12.2f}{share:7.0%}"
-                  f"{rates[peer][1]:13.2f}{first:14.1f}")
-        peers = {k: v for k, v in rates.items() if k != "bert_tf"}
-        if peers and "bert_tf" in rates:
-            best_infer = max(peers, key=lambda k: peers[k][0])
-            best_train = max(peers, key=lambda k: peers[k][1])
-            print(f"  bert_tf / fastest peer: inference "
-                  f"{rates['bert_tf'][0] / peers[best_infer][0]:.2f}x "
-                  f"({best_infer}), training "
-                  f"{rates['bert_tf'][1] / peers[best_train][1]:.2f}x "
-                  f"({best_train})")
+    flags = cpu_bf16_flags()
+    for precision in args.precisions:
+        bf16 = precision == "bf16"
+        if bf16 and not flags:
+            print("\nbf16 skipped: this CPU has neither AVX512_BF16 nor AMX, "
+                  "so oneDNN would emulate it")
+            continue
+        for name in args.shapes:
+            pretraining_table(name, bf16, args.only, args.seconds, peak)
+        for name in args.finetune_shapes:
+            finetuning_table(name, bf16, args.finetune_only, args.seconds)
 
 
 if __name__ == "__main__":

@@ -120,8 +120,36 @@ def resolve_precision(cfg, log=print, hidden_size=None):
     `hidden_size` wide."""
     import dataclasses
 
-    return dataclasses.replace(cfg, mixed_precision=training_policy(
+    cfg = dataclasses.replace(cfg, mixed_precision=training_policy(
         cfg.mixed_precision, log, hidden_size=hidden_size))
+    note = xla_bf16_note(cfg.mixed_precision, cfg.trainer.jit_compile)
+    if note:
+        log(note)
+    return cfg
+
+
+def xla_bf16_note(policy, jit_compile, accelerator=None):
+    """A line saying that XLA slows bf16 training on a CPU, or "".
+
+    XLA's CPU backend does not hand bf16 matmuls to oneDNN's AMX/AVX512_BF16
+    kernels, so there it trains slower than the plain graph does
+    (`benchmarks/model_throughput.py`, 2 AMX cores: BERT-Base pre-training
+    1.65 vs 2.61 sequences/s, L4/H256 22.6 vs 32.4).
+
+    Examples:
+        >>> xla_bf16_note("mixed_bfloat16", True, accelerator=(True, True))
+        ''
+        >>> xla_bf16_note("mixed_bfloat16", True, accelerator=(False, False))[:48]
+        'trainer.jit_compile with mixed_bfloat16 on a CPU'
+    """
+    if policy != "mixed_bfloat16" or not jit_compile:
+        return ""
+    present, _ = accelerator_bf16() if accelerator is None else accelerator
+    if present:
+        return ""
+    return ("trainer.jit_compile with mixed_bfloat16 on a CPU: XLA does not "
+            "use oneDNN's bf16 kernels, so steps run slower than without it "
+            "(set trainer.jit_compile: false)")
 
 
 @dataclasses.dataclass(frozen=True)
