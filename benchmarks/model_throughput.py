@@ -316,7 +316,7 @@ def pretraining_table(name, bf16, only, seconds, peak):
             _, infer_s = timed(infer, seconds)
             first, train_s = timed(train, seconds)
         except Exception as e:  # a peer that cannot run this precision
-            lines = [l for l in str(e).splitlines() if "Error" in l]
+            lines = [line for line in str(e).splitlines() if "Error" in line]
             print(f"  {peer:<16}failed: {(lines or [repr(e)])[-1].strip()}")
             continue
         rates[peer] = (shape["batch"] / infer_s, shape["batch"] / train_s)
