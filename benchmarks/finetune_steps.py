@@ -37,16 +37,18 @@ def finetune_arrays(seq, seed=0):
 
 
 @contextlib.contextmanager
-def keras_policy(bf16):
-    """Keras's global dtype policy set for what is built inside."""
-    import keras
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(
-        "mixed_bfloat16" if bf16 else "float32")
+def keras_policy(bf16, keras_module=None):
+    """The global dtype policy of `keras_module` (default Keras 3; tf_keras
+    for Model Garden) set for what is built inside."""
+    if keras_module is None:
+        import keras as keras_module
+    precision = keras_module.mixed_precision
+    previous = precision.global_policy()
+    precision.set_global_policy("mixed_bfloat16" if bf16 else "float32")
     try:
         yield
     finally:
-        keras.mixed_precision.set_global_policy(previous)
+        precision.set_global_policy(previous)
 
 
 def _our_classifier(shape, optimizer=None):

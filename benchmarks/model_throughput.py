@@ -22,7 +22,6 @@ demo's batch of 32, through `model.fit` and through our trainer.
 """
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -132,20 +131,9 @@ def ours_no_xla(shape, data, bf16):
 
 # --- Model Garden (tf_keras) ---------------------------------------------------
 
-@contextlib.contextmanager
-def tf_keras_policy(bf16):
-    import tf_keras
-    previous = tf_keras.mixed_precision.global_policy()
-    tf_keras.mixed_precision.set_global_policy(
-        "mixed_bfloat16" if bf16 else "float32")
-    try:
-        yield
-    finally:
-        tf_keras.mixed_precision.set_global_policy(previous)
-
-
 def garden(shape, data, bf16):
-    with tf_keras_policy(bf16):
+    import tf_keras
+    with keras_policy(bf16, tf_keras):
         return _garden(shape, data)
 
 
