@@ -9,9 +9,10 @@ classifier head), where fixed per-request costs show most.
 
 - Classification: real RT sentences; batch-1 p50/p99 (ms, tokenization
   included) and batch-32 sentences per second.
-- Extractive QA (seq 384 windows, stride 128) and NER, batch 1: real WNUT
+- Extractive QA (seq 384 windows, stride 128) and NER: real WNUT
   questions over their tweets, and real WNUT tweets, beside HF's
-  `question-answering` and `token-classification` pipelines.
+  `question-answering` and `token-classification` pipelines; batch-1
+  p50/p99 and batch-32 items per second (`serving_tasks.py`).
 
 The weights are random (latency does not depend on them): a BERT-Base
 built in HF transformers, saved as safetensors and imported by our HF
@@ -22,7 +23,8 @@ environment (`make bench`), which has torch, transformers, onnxruntime and
 openvino:
 
     .venv-bench/bin/python benchmarks/serving.py [--calls 300]
-        [--batches 20] [--skip-tasks] [--intra-op-threads 2]
+        [--batches 20] [--skip-tasks | --tasks-only]
+        [--intra-op-threads 2]
 
 `--intra-op-threads 1` serves our rows as TF Serving does with
 `--tensorflow_intra_op_parallelism=1`: each op on one thread (a small
@@ -54,8 +56,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf.checkpoints.layout import model_roots  # noqa: E402
+from serving_tasks import print_rows, qa_and_ner  # noqa: E402
 from timing import (executed_nodes, interleaved_latencies,  # noqa: E402
-                    run_serving_process)
+                    interleaved_rates, run_serving_process)
 
 # Threads within an op: set in `main` (`--intra-op-threads`).
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
@@ -140,9 +143,6 @@ EXPORTS = {
     "minilm tagging: ours bf16": ("minilm_tagging", "tagging", "bf16", False),
     "minilm tagging: ours int8": ("minilm_tagging", "tagging", "int8", False),
 }
-# The QA and NER blocks: our exports' prefix -> (HF QA model, HF NER model).
-TASK_FAMILIES = {"": ("span_qa", "tagging"),
-                 "minilm ": ("minilm_span_qa", "minilm_tagging")}
 # The classification blocks: title -> (HF model, our exports' prefix).
 BLOCKS = {"BERT-Base": ("classification", "ours"),
           "MiniLM-L6": ("minilm", "minilm: ours")}
@@ -153,9 +153,11 @@ def _export_dir(root, name):
         ":", "") / "1"
 
 
-def write_exports(root, vocab_path, labels, bf16, skip_tasks):
+def write_exports(root, vocab_path, labels, bf16, tables):
     """Writes each of EXPORTS this run times under `root` (in this
-    process, whose weights change while the exports are built)."""
+    process, whose weights change while the exports are built): those of
+    classification and of the other kinds as `tables` ({"classification",
+    "tasks"}) asks."""
     from bert_tf.samples.readers import read_rt_snippets
 
     # int8 calibrates on 256 RT sentences the timing never sends.
@@ -163,7 +165,8 @@ def write_exports(root, vocab_path, labels, bf16, skip_tasks):
     calibration.write_text("\n".join(read_rt_snippets()[0][-256:]) + "\n")
     for name, (hf_name, kind, precision, fixed) in EXPORTS.items():
         if (precision == "bf16" and not bf16) or (
-                skip_tasks and kind != "classification"):
+                ("classification" if kind == "classification" else "tasks")
+                not in tables):
             continue
         _our_export(root / "hf", hf_name, vocab_path, _export_dir(root, name),
                     kind, precision, fixed, labels=labels,
@@ -218,8 +221,11 @@ def _our_export(hf_root, hf_name, vocab_path, out, kind, precision="fp32",
     pretrained.vocab.save(best / "vocab.txt")
     tf.train.Checkpoint(**model_roots(model)).write(
         str(best / "model.ckpt"))
+    # BERT-Base QA's default limit is 14 windows of 384 a request (its
+    # worst case by time): the batch-32 rows raise it, as a user would.
     export_model(run, out, log=lambda *a: None, fixed_length=fixed_length,
-                 precision=precision, calibration_texts=calibration)
+                 precision=precision, calibration_texts=calibration,
+                 max_batch_rows=32)
     return out
 
 
@@ -333,78 +339,12 @@ def classification(args, tmp, hf, tokenizer, texts, bf16, prefix="ours"):
         {name: (lambda f: lambda text: f([text]))(function)
          for name, function in functions.items()}, texts, args.calls,
         args.rounds)
-    rates = {name: [] for name in functions}
-    chunks = [texts[i * 32:(i + 1) * 32] for i in range(args.batches)]
-    for function in functions.values():
-        function(chunks[0])
-    for round_index in range(args.rounds):  # interleaved, as above
-        mine = chunks[round_index::args.rounds] or chunks[:1]
-        for name, function in functions.items():
-            start = time.perf_counter()
-            for chunk in mine:
-                function(chunk)
-            rates[name].append(len(mine) * 32 / (
-                time.perf_counter() - start))
+    rates = interleaved_rates(
+        functions, [texts[i * 32:(i + 1) * 32] for i in range(args.batches)],
+        args.rounds)
     return {name: (np.percentile(ms, 50), np.percentile(ms, 99),
-                   float(np.median(rates[name])), nodes.get(name))
+                   rates[name], nodes.get(name))
             for name, ms in latencies.items()}, versions
-
-
-def qa_and_ner(args, tmp, models, tokenizer, bf16):
-    """Batch-1 rows of QA (seq 384) and NER, BERT-Base and MiniLM, ours
-    beside HF's pipelines, each kind timed in interleaved rounds:
-    {name: (p50, p99, nodes or None)}."""
-    from transformers import pipeline
-
-    from bert_tf.samples import readers
-    from bert_tf.serving.export import load_exported
-    from bert_tf.tasks.span_qa.data import load_wnut_qa
-
-    test = load_wnut_qa().split("test")
-    questions = [(e["question"], e["context"]) for e in test]
-    tweets = [" ".join(tokens) for tokens, _ in readers.read_wnut()]
-    precisions = ("fp32", "bf16", "int8") if bf16 else ("fp32", "int8")
-    rows = {}
-    for family, hf_names in TASK_FAMILIES.items():
-        for kind, hf_name, inputs in zip(("span_qa", "tagging"), hf_names,
-                                         (questions, tweets)):
-            functions, nodes = {}, {}
-            for precision in precisions:
-                name = f"{family}{kind}: ours {precision}"
-                path = _export_dir(tmp, name)
-                serve = load_exported(path).signatures["serving_default"]
-                if kind == "span_qa":
-                    feeds = {"question": [inputs[0][0]],
-                             "context": [inputs[0][1]]}
-
-                    def call(item, serve=serve):
-                        return serve(question=tf.constant([item[0]]),
-                                     context=tf.constant([item[1]]))
-                else:
-                    feeds = {"text": [inputs[0]]}
-
-                    def call(item, serve=serve):
-                        return serve(text=tf.constant([item]))
-                nodes[name] = executed_nodes(path, feeds)
-                functions[name] = call
-            if kind == "span_qa":
-                hf = pipeline("question-answering", model=models[hf_name],
-                              tokenizer=tokenizer, device="cpu")
-                functions[f"{family}{kind}: HF pipeline (PyTorch)"] = (
-                    lambda item, hf=hf: hf(
-                        question=item[0], context=item[1], max_seq_len=384,
-                        doc_stride=128, handle_impossible_answer=True))
-            else:
-                hf = pipeline("token-classification", model=models[hf_name],
-                              tokenizer=tokenizer, device="cpu",
-                              aggregation_strategy="simple")
-                functions[f"{family}{kind}: HF pipeline (PyTorch)"] = (
-                    lambda item, hf=hf: hf(item))
-            for name, ms in interleaved_latencies(
-                    functions, inputs, args.calls, args.rounds).items():
-                rows[name] = (np.percentile(ms, 50), np.percentile(ms, 99),
-                              nodes.get(name))
-    return rows
 
 
 def main():
@@ -413,8 +353,11 @@ def main():
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5,
                         help="interleaved timing rounds (default 5)")
-    parser.add_argument("--skip-tasks", action="store_true",
+    tables = parser.add_mutually_exclusive_group()
+    tables.add_argument("--skip-tasks", action="store_true",
                         help="classification only (no QA / NER rows)")
+    tables.add_argument("--tasks-only", action="store_true",
+                        help="QA and NER only (no classification rows)")
     parser.add_argument("--intra-op-threads", type=int, default=THREADS,
                         help="TensorFlow's threads within one op, for our "
                         "rows (TF Serving's --tensorflow_intra_op_"
@@ -423,6 +366,9 @@ def main():
     parser.add_argument("--exports", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--write-to", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    tables = {"classification", "tasks"} - (
+        {"tasks"} if args.skip_tasks else
+        {"classification"} if args.tasks_only else set())
     # Before TensorFlow's first op: the pool is made once per process.
     tf.config.threading.set_intra_op_parallelism_threads(
         args.intra_op_threads)
@@ -439,7 +385,7 @@ def main():
     if args.write_to is not None:
         _, labels = _hf_models(args.write_to / "hf")
         write_exports(args.write_to, vocab_path, labels, bf16,
-                      args.skip_tasks)
+                      tables)
         return
     if args.exports is None:
         # Written in one process, timed in another: the writer ends at
@@ -459,6 +405,8 @@ def main():
     tmp = args.exports
     models = _load_hf_models(tmp / "hf")
     for title, (hf_name, prefix) in BLOCKS.items():
+        if "classification" not in tables:
+            break
         rows, versions = classification(args, tmp, models[hf_name],
                                         tokenizer, texts, bf16, prefix)
         _print_header(title, texts, tokenizer, versions,
@@ -468,13 +416,10 @@ def main():
         for name, (p50, p99, rate, nodes) in rows.items():
             print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f} "
                   f"{nodes or '':>6}", flush=True)
-    if args.skip_tasks:
-        return
-    task_rows = qa_and_ner(args, tmp, models, tokenizer, bf16)
-    print(f"\n{'batch 1, real WNUT inputs':<38} {'p50 ms':>10} "
-          f"{'p99 ms':>10} {'nodes':>6}")
-    for name, (p50, p99, nodes) in task_rows.items():
-        print(f"{name:<38} {p50:10.2f} {p99:10.2f} {nodes or '':>6}")
+    if "tasks" in tables:
+        print_rows(qa_and_ner(
+            args, lambda name: _export_dir(tmp, name), models, tokenizer,
+            ("fp32", "bf16", "int8") if bf16 else ("fp32", "int8")))
 
 
 def _print_header(title, texts, tokenizer, versions, intra_op_threads):

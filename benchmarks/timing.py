@@ -46,6 +46,25 @@ def interleaved_latencies(functions, items, calls, rounds=5, warmup=10):
     return {name: np.array(ms) for name, ms in times.items()}
 
 
+def interleaved_rates(functions, batches, rounds=5):
+    """{name: median items per second} of `function(batch)` for each of
+    `functions` ({name: function of a list}) over `batches` (lists), in
+    `rounds` interleaved rounds, each on its own share of `batches`
+    (after one untimed call each)."""
+    for function in functions.values():
+        function(batches[0])
+    rates = {name: [] for name in functions}
+    for round_index in range(rounds):
+        mine = batches[round_index::rounds] or batches[:1]
+        for name, function in functions.items():
+            start = time.perf_counter()
+            for batch in mine:
+                function(batch)
+            rates[name].append(sum(map(len, mine)) / (
+                time.perf_counter() - start))
+    return {name: float(np.median(r)) for name, r in rates.items()}
+
+
 def executed_nodes(export_dir, feeds):
     """Nodes one request executes as TF Serving runs a SavedModel: a v1
     Session over the `serve` meta graph (Grappler on), the request traced
