@@ -313,3 +313,59 @@ def test_served_encoder_multiplies_only_the_kept_token_rows(tiny_config):
     np.testing.assert_allclose(np.asarray(got["pooled_output"])[[0, 2]],
                                np.asarray(want["pooled_output"])[[0, 2]],
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("pooling, row_classes, last_rows", [
+    ("cls", (), 3), ("cls_relu", (), 3), ("cls", ROW_CLASS_BOUNDS, 28)])
+def test_served_classifier_computes_the_last_layer_at_cls_only(
+        tiny_config, pooling, row_classes, last_rows):
+    """A head that reads `[CLS]` alone: the last block's feed-forward
+    multiplies one row per sequence, its attention one query (not with
+    fp32's row classes: every token row); the logits are the Keras
+    model's."""
+    from bert_tf.tasks.classification.model import BertClassifier
+
+    encoder = BertEncoder(**tiny_config)
+    _random_vectors(encoder, 1)
+    classifier = BertClassifier(encoder, num_classes=3, pooling=pooling)
+    assert classifier.reads_first_token_only
+    inputs = random_inputs(batch=3, length=12, pad_from=4)
+    want = classifier(inputs)
+    seen = {}  # the rows each block's feed-forward multiplied
+    blocks = encoder.transformer_layers
+    calls = [block.intermediate.call for block in blocks]
+    for index, block in enumerate(blocks):
+        block.intermediate.call = (lambda i, call: lambda x: seen.setdefault(
+            i, x.shape[0]) and call(x))(index, calls[index])
+    try:
+        got = ServedModel(classifier, row_classes)(inputs)
+    finally:
+        for block, call in zip(blocks, calls):
+            block.intermediate.call = call
+    assert seen == {0: 12 + 12 + 4, len(blocks) - 1: last_rows}
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    # Its `encode` signature's encoder is whole.
+    full = ServedModel(classifier).encoder(inputs)["sequence_output"]
+    assert full.shape == (3, 12, tiny_config["hidden_size"])
+
+
+def test_served_first_token_only_matches_in_every_served_precision(
+        tiny_config):
+    """int8 matmuls and multiple choice take the same last-layer cut."""
+    from bert_tf.tasks.classification.model import BertClassifier
+    from bert_tf.tasks.multiple_choice.model import BertMultipleChoice
+
+    encoder = BertEncoder(**tiny_config)
+    choice = BertMultipleChoice(encoder)
+    assert choice.reads_first_token_only
+    inputs = {k: np.stack([v, v[::-1]]) for k, v in random_inputs(
+        batch=3, length=10, pad_from=5).items()}
+    np.testing.assert_allclose(tf.function(ServedModel(choice))(inputs),
+                               choice(inputs), atol=1e-5)
+    classifier = BertClassifier(encoder, num_classes=2)
+    inputs = random_inputs(batch=4, length=10, pad_from=3)
+    encoder.to_int8(None)
+    full = ServedEncoder(encoder)(inputs)["pooled_output"]
+    np.testing.assert_allclose(
+        tf.function(ServedModel(classifier))(inputs),
+        classifier.head(full), atol=1e-5)

@@ -111,12 +111,15 @@ class TokenRows:
         >>> x = tf.reshape(tf.range(6.0), (6, 1))
         >>> rows.padded(rows.compact(x))[:, 0].numpy().tolist()
         [0.0, 1.0, 1.0, 3.0, 3.0, 3.0]
+        >>> rows.first(rows.compact(x))[:, 0].numpy().tolist()
+        [0.0, 3.0]
     """
 
     def __init__(self, input_mask):
         keep = tf.reshape(self.kept_tokens(input_mask), [-1])
         self.kept = tf.reshape(tf.where(keep), [-1])
         self.position = tf.cumsum(tf.cast(keep, tf.int32)) - 1
+        self._mask_shape = tf.shape(input_mask)
 
     @staticmethod
     def kept_tokens(input_mask):
@@ -133,6 +136,11 @@ class TokenRows:
     def padded(self, rows):
         """[batch * seq, W] rows from the kept rows `rows` [kept, W]."""
         return tf.gather(rows, self.position)
+
+    def first(self, rows):
+        """Each sequence's first row [batch, W] of the kept rows `rows`."""
+        return tf.gather(rows, tf.reshape(self.position,
+                                          self._mask_shape)[:, 0])
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -185,9 +193,10 @@ class MultiHeadSelfAttention(ConfigLayer):
         self.built = True
 
     def _attend(self, x, input_mask, attention_bias=None,
-                transpose=ops.transpose, token_rows=None):
-        """(float32 attention probabilities [batch, heads, seq, seq],
-        values [batch, heads, seq, head_size]) of `x`."""
+                transpose=ops.transpose, token_rows=None, first_query=False):
+        """(float32 attention probabilities [batch, heads, queries, seq],
+        values [batch, heads, seq, head_size]) of `x`: every position's
+        query, or each sequence's first only if `first_query`."""
         if attention_bias is None:
             attention_bias = attention_logit_bias(input_mask, self.causal)
         qkv = self.qkv(ops.reshape(x, (-1, self.hidden_size)))
@@ -201,6 +210,10 @@ class MultiHeadSelfAttention(ConfigLayer):
         # [3, batch, heads, seq, head_size]: one transpose for q, k and v.
         query, key, value = ops.unstack(
             transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
+        if first_query:
+            query = query[:, :, :1]
+            if self.causal:  # else [batch, 1, 1, seq] already
+                attention_bias = attention_bias[:, :, :1]
         logits = tf.linalg.matmul(query, key, transpose_b=True) * ops.cast(
             1.0 / math.sqrt(self.head_size), query.dtype)
         # Keras casts a float argument to the layer's compute dtype: the
@@ -228,21 +241,29 @@ class MultiHeadSelfAttention(ConfigLayer):
         return self._attend(x, input_mask)[0]
 
     def call(self, x, input_mask=None, training=None, attention_bias=None,
-             rows_shape=None, transpose=None, token_rows=None):
+             rows_shape=None, transpose=None, token_rows=None,
+             first_query=False):
         """`x`: [batch, seq, H], or token rows [batch * seq, H] of
         `input_mask`'s [batch, seq] (returned in the same shape).
         `attention_bias`: `attention_logit_bias(input_mask)`, when the
         caller computed it once for all layers (then `input_mask` may be
-        None); `rows_shape`: the shape of token rows `x`, likewise.
-        `transpose`: the heads' transpose (served graphs pass
-        `transpose_heads`); None: `ops.transpose`. `token_rows`: a
-        `TokenRows` when `x` holds only its kept rows (served graphs)."""
+        None); `rows_shape`: the shape of token rows `x`, likewise, or of
+        the output rows. `transpose`: the heads' transpose (served graphs
+        pass `transpose_heads`); None: `ops.transpose`. `token_rows`: a
+        `TokenRows` when `x` holds only its kept rows (served graphs).
+        `first_query`: token rows `x` of `token_rows`; returns the output
+        at each sequence's first token only, [batch, H] (served graphs
+        whose head reads `[CLS]` alone)."""
         transpose = transpose or ops.transpose
         probs, value = self._attend(x, input_mask, attention_bias, transpose,
-                                    token_rows)
+                                    token_rows, first_query)
         probs = self.dropout(ops.cast(probs, self.compute_dtype),
                              training=training)
-        context = transpose(ops.matmul(probs, value), (0, 2, 1, 3))
+        context = ops.matmul(probs, value)
+        if first_query:  # [batch, heads, 1, head_size] is [batch, H] as is
+            return self.output_dense(tf.reshape(context, (
+                -1, self.hidden_size) if rows_shape is None else rows_shape))
+        context = transpose(context, (0, 2, 1, 3))
         if token_rows is not None:
             context = token_rows.compact(
                 tf.reshape(context, (-1, self.hidden_size)))

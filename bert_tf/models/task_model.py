@@ -75,6 +75,12 @@ class TaskModel(keras.Model):
         """Whether the head reads the encoder's pooler."""
         return self.encoder_output == "pooled_output"
 
+    @property
+    def reads_first_token_only(self):
+        """Whether the head reads the encoder's output at `[CLS]` alone
+        (an export then computes the last layer there only)."""
+        return self.encoder_output in ("pooled_output", "first_token")
+
     def features(self, encoder_outputs, inputs):
         """What the head reads: the encoder output named `encoder_output`,
         `mean_pooled` (the mean over real tokens) or `first_token` (the

@@ -117,6 +117,11 @@ class BertMultipleChoice(TaskModel):
         """Whether the head reads the encoder's pooler."""
         return self.pooling == "cls"
 
+    @property
+    def reads_first_token_only(self):
+        """The head reads `[CLS]` alone (pooled or not)."""
+        return True
+
     def call_with(self, encode, inputs):
         """The choices' logits [batch, C] with `encode` as the encoder (the
         encoder, or an export's served one: `bert_tf.models.served`)."""
