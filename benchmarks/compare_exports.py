@@ -29,7 +29,8 @@ os.environ["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"] = "1"  # as served
 
 import numpy as np  # noqa: E402
 
-from timing import executed_nodes  # noqa: E402
+from timing import (executed_nodes, interleaved_latencies,  # noqa: E402
+                    interleaved_rates)
 
 BUILD = ("from serving_profile import build_export; "
          "build_export({out!r}, {preset!r}, {precision!r})")
@@ -62,7 +63,6 @@ def main():
     from serving_profile import THREADS, load_session
 
     texts, _ = read_rt_snippets()
-    singles = [np.array([t], dtype=object) for t in texts[:20 * args.rounds]]
     batches = [np.array(texts[i * 32:(i + 1) * 32], dtype=object)
                for i in range(3 * args.rounds)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,27 +74,20 @@ def main():
                             "export" / "1", args.preset, precision)
                 sessions[name] = (load_session(out), executed_nodes(
                     out, {"text": [texts[0]]}))
-        times = {name: ([], []) for name in sessions}
-        for (session, text, outputs), _ in sessions.values():
-            for batch in singles[:5] + batches[:1]:
-                session.run(outputs, {text: batch})
-        for round_index in range(args.rounds):
-            for name, ((session, text, outputs), _) in sessions.items():
-                for batch in singles[round_index * 20:(round_index + 1) * 20]:
-                    start = time.perf_counter()
-                    session.run(outputs, {text: batch})
-                    times[name][0].append(time.perf_counter() - start)
-                start = time.perf_counter()
-                for batch in batches[round_index * 3:(round_index + 1) * 3]:
-                    session.run(outputs, {text: batch})
-                times[name][1].append(96 / (time.perf_counter() - start))
+        calls = {name: (lambda s, t, o: lambda batch: s.run(o, {t: batch}))(
+            *session) for name, (session, _) in sessions.items()}
+        latencies = interleaved_latencies(
+            {name: (lambda call: lambda text: call(np.array(
+                [text], dtype=object)))(call) for name, call in calls.items()},
+            texts, 20 * args.rounds, args.rounds)
+        rates = interleaved_rates(calls, batches, args.rounds)
     print(f"{args.preset} classifier; TF {tf.__version__}, {THREADS} "
           f"threads, {os.cpu_count()} cores; {args.rounds} rounds; "
           f"{time.strftime('%Y-%m-%d')}")
     print(f"{'export':<32} {'b1 p50 ms':>10} {'b32 sent/s':>11} {'nodes':>6}")
-    for name, (single, rate) in times.items():
-        print(f"{name:<32} {1e3 * np.median(single):10.2f} "
-              f"{np.median(rate):11.1f} {sessions[name][1]:>6}")
+    for name, ms in latencies.items():
+        print(f"{name:<32} {np.median(ms):10.2f} {rates[name]:11.1f} "
+              f"{sessions[name][1]:>6}")
 
 
 if __name__ == "__main__":
