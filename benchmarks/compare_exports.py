@@ -11,8 +11,8 @@ sentences in rounds, each export taking its turn in every round, with the
 nodes one request executes. This host moved identical exports by up to
 16% in five rounds: ten rounds or more, and compare within one run.
 
-    git worktree add /tmp/before <commit>
-    .venv/bin/python benchmarks/compare_exports.py /tmp/before . \\
+    git worktree add ../before <commit>
+    .venv/bin/python benchmarks/compare_exports.py ../before . \\
         [--precisions fp32 bf16 int8] [--preset bert_base] [--rounds 10]
 """
 
@@ -48,6 +48,16 @@ def build(checkout, out, preset, precision):
     return out
 
 
+def _request(session, text_input, outputs):
+    """A function of a batch of texts: one request to the loaded export."""
+    return lambda batch: session.run(outputs, {text_input: batch})
+
+
+def _single(request):
+    """`request` as a function of one text."""
+    return lambda text: request(np.array([text], dtype=object))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkouts", nargs=2, type=Path)
@@ -74,11 +84,10 @@ def main():
                             "export" / "1", args.preset, precision)
                 sessions[name] = (load_session(out), executed_nodes(
                     out, {"text": [texts[0]]}))
-        calls = {name: (lambda s, t, o: lambda batch: s.run(o, {t: batch}))(
-            *session) for name, (session, _) in sessions.items()}
+        calls = {name: _request(*session)
+                 for name, (session, _) in sessions.items()}
         latencies = interleaved_latencies(
-            {name: (lambda call: lambda text: call(np.array(
-                [text], dtype=object)))(call) for name, call in calls.items()},
+            {name: _single(call) for name, call in calls.items()},
             texts, 20 * args.rounds, args.rounds)
         rates = interleaved_rates(calls, batches, args.rounds)
     print(f"{args.preset} classifier; TF {tf.__version__}, {THREADS} "

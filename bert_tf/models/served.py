@@ -26,8 +26,8 @@ numbers are the same (to float32 rounding); the graph is smaller:
   for every token, its query, attention output, feed-forward and norms
   for `[CLS]` (`sequence_output` is then [batch, 1, H]); not in fp32's
   graph copies per row class, whose matmuls must each see one class
-  (BERT-Base, 32 RT sentences: bf16 82.5 -> 91.7 sentences/s, int8
-  104.0 -> 112.9, on 2 AMX cores).
+  (BERT-Base, 32 RT sentences: bf16 83.1 -> 97.7 sentences/s, int8
+  108.8 -> 125.9, on 2 AMX cores; docs/benchmarks.md).
 
 The graph copy per row class (fp32 exports) is `map_in_chunks`'s, asked by
 `row_classes` (`bert_tf.models.chunked`).
