@@ -369,3 +369,47 @@ def test_served_first_token_only_matches_in_every_served_precision(
     np.testing.assert_allclose(
         tf.function(ServedModel(classifier))(inputs),
         classifier.head(full), atol=1e-5)
+
+
+def _softmax_dtypes(function, inputs):
+    """The dtypes of the softmaxes `function`'s graph computes."""
+    graph = function.get_concrete_function(inputs).graph.as_graph_def()
+    nodes = [*graph.node, *(n for f in graph.library.function
+                            for n in f.node_def)]
+    return {tf.as_dtype(n.attr["T"].type).name for n in nodes
+            if n.op == "Softmax"}
+
+
+def test_int8_attention_in_bf16_stays_near_fp32(tiny_config):
+    """`to_int8(attention="bfloat16")`: query/key/value leave their int8
+    kernel in bf16 and the served attention (softmax included) runs in
+    bf16; the outputs stay near the float32 encoder's, and the residual
+    adds happen inside the int8 kernels."""
+    encoder = BertEncoder(**tiny_config)
+    inputs = random_inputs(batch=3, length=10, pad_from=4)
+    want = encoder(inputs)["sequence_output"].numpy()
+    encoder.to_int8(lambda: encoder(inputs), attention="bfloat16")
+    assert encoder.transformer_layers[0].attention.qkv.output_dtype == \
+        tf.bfloat16
+    served = tf.function(lambda x: ServedEncoder(encoder)(x)[
+        "sequence_output"])
+    assert _softmax_dtypes(served, inputs) == {"bfloat16"}
+    got = served(inputs).numpy()
+    assert_close_at_real_tokens(got, encoder(inputs)["sequence_output"],
+                                inputs["input_mask"], atol=1e-4)
+    assert_close_at_real_tokens(got, want, inputs["input_mask"], atol=0.05)
+
+
+def test_served_bf16_softmax_in_bf16_float32_outside(tiny_config):
+    """A served bf16 encoder takes its softmax in bf16 (oneDNN's accumulates
+    in float32); training keeps float32 softmaxes."""
+    encoder = BertEncoder(**tiny_config, dtype="bfloat16")
+    inputs = random_inputs(batch=2, length=8, pad_from=5)
+    served = tf.function(lambda x: ServedEncoder(encoder)(x)[
+        "sequence_output"])
+    assert _softmax_dtypes(served, inputs) == {"bfloat16"}
+    assert _softmax_dtypes(tf.function(lambda x: encoder(x)[
+        "sequence_output"]), inputs) == {"float32"}
+    assert_close_at_real_tokens(
+        served(inputs), encoder(inputs)["sequence_output"],
+        inputs["input_mask"], atol=0.05)

@@ -271,6 +271,38 @@ def test_int8_dense_follows_its_float_layer():
         assert layer(x[None]).shape == (1, 40, 64)
 
 
+def test_int8_dense_adds_its_residual_and_dequantizes_to_bf16_in_kernel():
+    """A residual handed to an int8 layer is added inside its one kernel
+    (no AddV2 in the graph); a bf16 output comes out of the kernel as is
+    (no Cast), near the float32 output."""
+    import tensorflow as tf
+
+    from bert_tf.layers.int8 import Int8Dense
+
+    dense = keras.layers.Dense(16, kernel_initializer=(
+        keras.initializers.GlorotUniform(seed=0)))
+    dense.build((None, 32))
+    x = _x(batch=1, length=10, width=32)[0]
+    residual = _x(batch=1, length=10, width=16)[0] * 5
+    layer = Int8Dense.from_dense(dense, x.min(0), x.max(0))
+    plain = layer(x).numpy()
+    function = tf.function(lambda x, r: layer(x, residual=r))
+    np.testing.assert_allclose(function(x, residual).numpy(),
+                               plain + residual, atol=1e-5)
+    graph = function.get_concrete_function(x, residual).graph.as_graph_def()
+    ops = {node.op for f in graph.library.function for node in f.node_def}
+    assert "_QuantizedMatMul" in ops and "AddV2" not in ops
+    bf16 = Int8Dense.from_dense(dense, x.min(0), x.max(0),
+                                output_dtype="bfloat16")
+    out = bf16(x)
+    assert out.dtype == tf.bfloat16
+    assert np.abs(tf.cast(out, tf.float32).numpy() - plain).max() <= \
+        np.abs(plain).max() / 128
+    assert Int8Dense.from_config(bf16.get_config())(x).dtype == tf.bfloat16
+    with pytest.raises(ValueError, match="float32 or bfloat16"):
+        Int8Dense.from_dense(dense, output_dtype="float16")
+
+
 def test_int8_input_codes_are_exact_in_graphs():
     """A calibrated matmul's input codes in a traced graph (Grappler and
     oneDNN's rewrites on) are round(x * s) - round(low * s): TF's own

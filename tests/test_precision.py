@@ -51,6 +51,33 @@ def test_each_precision_states_what_it_implies(tmp_path):
     assert precision.Precision.parse(precision.BF16) is precision.BF16
 
 
+def test_int8_attention_follows_the_cpu_flags_and_warns_where_emulated(
+        tmp_path):
+    """An int8 export's attention is bf16 where the CPU has native bf16,
+    fp32 elsewhere (said in the log); loading one whose attention is bf16
+    on a CPU without it warns."""
+    from bert_tf.serving import quantize
+
+    lines = []
+    assert quantize.attention_dtype(lines.append, _cpuinfo(
+        tmp_path, "avx512_vnni amx_int8 amx_bf16")) == "bfloat16"
+    assert quantize.attention_dtype(lines.append, _cpuinfo(
+        tmp_path, "avx512_vnni")) == "float32"
+    assert lines == ["int8: attention in bf16 (this CPU has amx_bf16)",
+                     "int8: attention in fp32 (this CPU has neither "
+                     "AVX512_BF16 nor AMX)"]
+    with pytest.warns(RuntimeWarning, match="export/x/1: its int8 export "
+                      "runs the attention in bf16.*Export it again"):
+        quantize.warn_if_attention_emulated(
+            {"attention": "bf16"}, "export/x/1", _cpuinfo(tmp_path, "avx2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for record, flags in (({"attention": "bf16"}, "avx512_bf16"),
+                              ({"attention": "fp32"}, "avx2"), (None, "")):
+            quantize.warn_if_attention_emulated(record, "x", _cpuinfo(
+                tmp_path, flags))
+
+
 def test_emulated_bf16_warns_naming_the_flag(tmp_path):
     with pytest.warns(RuntimeWarning, match="--precision bf16.*neither "
                       "AVX512_BF16 nor AMX.*--precision fp32"):

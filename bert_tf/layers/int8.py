@@ -105,6 +105,14 @@ class Int8Dense(keras.layers.Layer):
         input_range: (low, high) of the (smoothed) input from calibration:
             a fixed quantization range (values outside are clipped), or
             None to quantize each call's input by its own range.
+        output_dtype: `float32`, or `bfloat16` for a layer whose output
+            feeds bf16 ops (query/key/value of a bf16 attention): the
+            kernel dequantizes to it, no cast after.
+
+    Called with `residual` (float32 rows of the output's shape), it
+    returns `residual + layer(x)`, the add inside the kernel (oneDNN's sum
+    post-op: `fused_ops` BiasAdd, Add, Dequantize): served blocks add
+    their residual so, one node and one pass over the rows fewer.
 
     Examples:
         >>> dense = keras.layers.Dense(4)
@@ -116,7 +124,8 @@ class Int8Dense(keras.layers.Layer):
     """
 
     def __init__(self, kernel, kernel_scale, bias=None, activation=None,
-                 input_scale=None, input_range=None, **kwargs):
+                 input_scale=None, input_range=None, output_dtype="float32",
+                 **kwargs):
         super().__init__(**kwargs)
         kernel = np.asarray(kernel)
         if kernel.dtype != np.int8 or kernel.ndim != 2:
@@ -137,14 +146,23 @@ class Int8Dense(keras.layers.Layer):
             np.asarray(input_scale, np.float32)
         self.input_range = None if input_range is None else \
             _quantizable_range(*input_range)
-        # One function for every signature that runs the layer: a
-        # SavedModel then stores its int8 constants once.
+        self.output_dtype = tf.as_dtype(output_dtype)
+        if self.output_dtype not in (tf.float32, tf.bfloat16):
+            raise ValueError(f"Int8Dense {self.name}: output_dtype must be "
+                             f"float32 or bfloat16, not {output_dtype}.")
+        # One function for every signature that runs the layer (and one
+        # more for the residual's add): a SavedModel then stores its int8
+        # constants once.
+        rows = tf.TensorSpec((None, kernel.shape[0]), tf.float32)
         self._matmul = tf.function(self._rows_matmul, autograph=False,
-                                   input_signature=[tf.TensorSpec(
-                                       (None, kernel.shape[0]), tf.float32)])
+                                   input_signature=[rows])
+        self._matmul_plus = tf.function(
+            self._rows_matmul, autograph=False, input_signature=[
+                rows, tf.TensorSpec((None, self.units), tf.float32)])
 
     @classmethod
-    def from_dense(cls, dense, input_min=None, input_max=None, alpha=0.75):
+    def from_dense(cls, dense, input_min=None, input_max=None, alpha=0.75,
+                   output_dtype="float32"):
         """The int8 copy of a built `keras.layers.Dense` (same name).
 
         Args:
@@ -160,6 +178,7 @@ class Int8Dense(keras.layers.Layer):
                 weights (0.75: MiniLM sentence embeddings of 300 RT
                 sentences kept a cosine of at least 0.987 to fp32's, mean
                 0.996; 0.5 gave 0.921, unsmoothed 0.961).
+            output_dtype: as in `Int8Dense`.
         """
         bias = dense.bias.numpy() if dense.use_bias else None
         kernel = dense.kernel.numpy().astype(np.float32)
@@ -175,16 +194,25 @@ class Int8Dense(keras.layers.Layer):
         kernel, scale = quantize_kernel(kernel)
         return cls(kernel, scale, bias, dense.activation,
                    input_scale=smoothing, input_range=input_range,
-                   name=dense.name)
+                   output_dtype=output_dtype, name=dense.name)
 
-    def call(self, x):
+    # `bert_tf.models.served.dense_plus` hands it the residual.
+    adds_residual = True
+
+    def call(self, x, residual=None):
         shape = tf.shape(x)
-        out = self._matmul(tf.reshape(tf.cast(x, tf.float32),
-                                      (-1, self.kernel_int8.shape[0])))
+        rows = tf.reshape(tf.cast(x, tf.float32),
+                          (-1, self.kernel_int8.shape[0]))
+        if residual is None:
+            out = self._matmul(rows)
+        else:
+            out = self._matmul_plus(rows, tf.reshape(
+                tf.cast(residual, tf.float32), (-1, self.units)))
         return tf.reshape(out, tf.concat([shape[:-1], [self.units]], 0))
 
-    def _rows_matmul(self, rows):
-        """The layer on rows [n, in]: quantize, then one fused kernel."""
+    def _rows_matmul(self, rows, residual=None):
+        """The layer on rows [n, in] (plus `residual` [n, out]): quantize,
+        then one fused kernel."""
         if self.input_scale is not None:
             rows = rows * tf.constant(1.0 / self.input_scale)
         # uint8 codes of the input shifted by its low end (oneDNN's u8 x s8
@@ -212,20 +240,26 @@ class Int8Dense(keras.layers.Layer):
                 input=rows - low, min_range=0.0, max_range=width,
                 T=tf.quint8, mode="SCALED")
         fused = _FUSED_ACTIVATIONS.get(self.activation)
+        if residual is not None and self.activation is not \
+                keras.activations.linear:
+            raise ValueError(f"Int8Dense {self.name}: a residual is added "
+                             "in the kernel only without an activation.")
         weight_range = self.kernel_scale * _WEIGHT_LIMIT
+        tout = tf.float32 if residual is not None else self.output_dtype
         op = op_def_library._apply_op_helper(
             QUANTIZED_MATMUL, name="QuantizedMatMul",
             device_inputs=[quantized, tf.constant(self.kernel_int8, tf.qint8),
-                           bias],
+                           bias] + ([] if residual is None else [residual]),
             host_inputs=[q_low, q_high, tf.constant(-weight_range),
                          tf.constant(weight_range)],
-            Tdevice_outputs=[tf.float32], Thost_outputs=[], T1=tf.quint8,
-            T2=tf.qint8, Tbias=tf.float32, U=tf.float32, Tout=tf.float32,
+            Tdevice_outputs=[tout], Thost_outputs=[], T1=tf.quint8,
+            T2=tf.qint8, Tbias=tf.float32, U=tf.float32, Tout=tout,
             transpose_a=False, transpose_b=False, is_weight_const=True,
             is_bias_const=self.input_range is not None,
             fused_ops=["BiasAdd"] + ([fused] if fused else []) +
-            ["Dequantize"], input_quant_mode="SCALED",
-            output_quant_mode="SCALED", leakyrelu_alpha=0.2)[2]
+            ([] if residual is None else ["Add"]) + ["Dequantize"],
+            input_quant_mode="SCALED", output_quant_mode="SCALED",
+            leakyrelu_alpha=0.2)[2]
         out = op.outputs[0]
         return out if fused else self.activation(out)
 
@@ -242,7 +276,8 @@ class Int8Dense(keras.layers.Layer):
             "input_scale": None if self.input_scale is None else
             self.input_scale.tolist(),
             "input_range": None if self.input_range is None else
-            list(self.input_range[:2])})
+            list(self.input_range[:2]),
+            "output_dtype": self.output_dtype.name})
         return config
 
     @classmethod

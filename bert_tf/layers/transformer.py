@@ -193,10 +193,12 @@ class MultiHeadSelfAttention(ConfigLayer):
         self.built = True
 
     def _attend(self, x, input_mask, attention_bias=None,
-                transpose=ops.transpose, token_rows=None, first_query=False):
-        """(float32 attention probabilities [batch, heads, queries, seq],
-        values [batch, heads, seq, head_size]) of `x`: every position's
-        query, or each sequence's first only if `first_query`."""
+                transpose=ops.transpose, token_rows=None, first_query=False,
+                float32_softmax=True):
+        """(attention probabilities [batch, heads, queries, seq], float32
+        if `float32_softmax` else in the logits' dtype; values [batch,
+        heads, seq, head_size]) of `x`: every position's query, or each
+        sequence's first only if `first_query`."""
         if attention_bias is None:
             attention_bias = attention_logit_bias(input_mask, self.causal)
         qkv = self.qkv(ops.reshape(x, (-1, self.hidden_size)))
@@ -218,8 +220,9 @@ class MultiHeadSelfAttention(ConfigLayer):
             1.0 / math.sqrt(self.head_size), query.dtype)
         # Keras casts a float argument to the layer's compute dtype: the
         # bias comes back to float32 (a no-op in float32).
-        return ops.softmax(ops.cast(logits, "float32") + ops.cast(
-            attention_bias, "float32"), axis=-1), value
+        dtype = "float32" if float32_softmax else logits.dtype
+        return ops.softmax(ops.cast(logits, dtype) + ops.cast(
+            attention_bias, dtype), axis=-1), value
 
     def scale_values(self, qkv, scale):
         """Multiplies the value columns of the float `qkv` Dense (this
@@ -242,27 +245,46 @@ class MultiHeadSelfAttention(ConfigLayer):
 
     def call(self, x, input_mask=None, training=None, attention_bias=None,
              rows_shape=None, transpose=None, token_rows=None,
-             first_query=False):
+             first_query=False, float32_softmax=True):
         """`x`: [batch, seq, H], or token rows [batch * seq, H] of
-        `input_mask`'s [batch, seq] (returned in the same shape).
+        `input_mask`'s [batch, seq] (returned in the same shape). The
+        other arguments are `context`'s."""
+        out = self.output_dense(self.context(
+            x, input_mask, training, attention_bias, rows_shape, transpose,
+            token_rows, first_query, float32_softmax))
+        return out if len(x.shape) == 2 else ops.reshape(out, ops.shape(x))
+
+    def context(self, x, input_mask=None, training=None, attention_bias=None,
+                rows_shape=None, transpose=None, token_rows=None,
+                first_query=False, float32_softmax=True):
+        """The attention's output rows before `output_dense`, [rows, H]:
+        `call` without its last matmul (served blocks run that matmul
+        themselves, with the residual's add: `bert_tf.models.served`).
+
         `attention_bias`: `attention_logit_bias(input_mask)`, when the
         caller computed it once for all layers (then `input_mask` may be
         None); `rows_shape`: the shape of token rows `x`, likewise, or of
         the output rows. `transpose`: the heads' transpose (served graphs
         pass `transpose_heads`); None: `ops.transpose`. `token_rows`: a
         `TokenRows` when `x` holds only its kept rows (served graphs).
-        `first_query`: token rows `x` of `token_rows`; returns the output
-        at each sequence's first token only, [batch, H] (served graphs
-        whose head reads `[CLS]` alone)."""
+        `first_query`: token rows `x` of `token_rows`; the output at each
+        sequence's first token only, [batch, H] (served graphs whose head
+        reads `[CLS]` alone). `float32_softmax`: False computes the
+        softmax in the logits' dtype (served bf16 graphs: oneDNN's bf16
+        softmax accumulates in float32 and rounds its output, which the
+        bf16 matmul after it would round anyway)."""
         transpose = transpose or ops.transpose
         probs, value = self._attend(x, input_mask, attention_bias, transpose,
-                                    token_rows, first_query)
-        probs = self.dropout(ops.cast(probs, self.compute_dtype),
-                             training=training)
-        context = ops.matmul(probs, value)
+                                    token_rows, first_query, float32_softmax)
+        if training:
+            probs = self.dropout(ops.cast(probs, self.compute_dtype),
+                                 training=training)
+        # The values' dtype: bf16 from an int8 query/key/value whose
+        # attention runs in bf16 (`BertEncoder.to_int8`).
+        context = ops.matmul(ops.cast(probs, value.dtype), value)
         if first_query:  # [batch, heads, 1, head_size] is [batch, H] as is
-            return self.output_dense(tf.reshape(context, (
-                -1, self.hidden_size) if rows_shape is None else rows_shape))
+            return tf.reshape(context, (-1, self.hidden_size)
+                              if rows_shape is None else rows_shape)
         context = transpose(context, (0, 2, 1, 3))
         if token_rows is not None:
             context = token_rows.compact(
@@ -270,11 +292,10 @@ class MultiHeadSelfAttention(ConfigLayer):
         if len(x.shape) == 2:
             # The rows' own shape, not (-1, H): Grappler then knows that the
             # output has the residual's shape and fuses the block's residual
-            # add into this matmul.
-            return self.output_dense(tf.reshape(
-                context, tf.shape(x) if rows_shape is None else rows_shape))
-        out = self.output_dense(ops.reshape(context, (-1, self.hidden_size)))
-        return ops.reshape(out, ops.shape(x))
+            # add into the matmul after.
+            return tf.reshape(context, tf.shape(x) if rows_shape is None
+                              else rows_shape)
+        return ops.reshape(context, (-1, self.hidden_size))
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape

@@ -151,12 +151,13 @@ class BertEncoder(keras.Model):
         for i, block in enumerate(self.transformer_layers):
             block.trainable = i >= num_layers
 
-    def to_int8(self, calibrate=None, alpha=0.75):
+    def to_int8(self, calibrate=None, alpha=0.75, attention="float32"):
         """Runs the transformer blocks' matmuls on int8 weights with
         oneDNN's int8 kernels (VNNI, AMX-INT8), for export with
-        `--precision int8`: embeddings, layer norms, softmax, the pooler
-        and every output stay float32. The encoder can no longer train;
-        build it in float32 and load its weights first.
+        `--precision int8`: embeddings, layer norms, the pooler and every
+        output stay float32; the attention (scores, softmax, context) in
+        `attention`'s dtype. The encoder can no longer train; build it in
+        float32 and load its weights first.
 
         Args:
             calibrate: None, or a function that runs the model holding
@@ -165,6 +166,9 @@ class BertEncoder(keras.Model):
                 into its weights and its range fixed
                 (`Int8Dense.from_dense`).
             alpha: the smoothing's strength.
+            attention: `float32`, or `bfloat16` (query/key/value come out
+                of their int8 kernel in bf16; for CPUs with AVX512_BF16 or
+                AMX: `bert_tf.serving.quantize`).
 
         Returns:
             {matmul name: largest input seen} when calibrated, else {}.
@@ -207,7 +211,10 @@ class BertEncoder(keras.Model):
                 name = "/".join(dict.fromkeys(
                     (block.name, owner.name, dense.name)))
                 seen[name] = float(max(-low.min(), high.max()))
-            int8 = Int8Dense.from_dense(dense, low, high, alpha)
+            int8 = Int8Dense.from_dense(
+                dense, low, high, alpha, output_dtype=attention
+                if owner is block.attention and attribute == "qkv"
+                else "float32")
             if owner is block.attention and attribute == "output_dense" and \
                     int8.input_scale is not None:
                 # Its input is probabilities x values: its smoothing divides

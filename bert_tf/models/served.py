@@ -199,25 +199,32 @@ def served_block(block, rows, missing, bias, rows_shape, values, fold,
     if first_token_only:  # keys and values of all rows; the rest of [CLS]
         residual = token_rows.first(rows)
         rows_shape = tf.shape(residual)
+    else:
+        residual = rows
     with biases_with(missing, values, fed=[attention.qkv],
                      residual=[attention.output_dense]):
-        attended = attention(rows, attention_bias=bias,
-                             rows_shape=rows_shape, transpose=transpose_heads,
-                             token_rows=token_rows,
-                             first_query=first_token_only)
-    if first_token_only:
-        rows = residual
-    rows = served_layer_norm(block.attention_norm,
-                             rows + tf.cast(attended, rows.dtype),
-                             add_beta=not fold)
+        with tf.name_scope(attention.name):
+            rows = dense_plus(attention.output_dense, attention.context(
+                rows, attention_bias=bias, rows_shape=rows_shape,
+                transpose=transpose_heads, token_rows=token_rows,
+                first_query=first_token_only, float32_softmax=False),
+                residual)
+    rows = served_layer_norm(block.attention_norm, rows, add_beta=not fold)
     missing = beta_of(block.attention_norm, values) if fold else None
     with biases_with(missing, values, fed=[block.intermediate],
                      residual=[block.output_dense]):
-        hidden = block.output_dense(block.intermediate(rows))
-    rows = served_layer_norm(block.output_norm,
-                             rows + tf.cast(hidden, rows.dtype),
-                             add_beta=not fold)
+        rows = dense_plus(block.output_dense, block.intermediate(rows), rows)
+    rows = served_layer_norm(block.output_norm, rows, add_beta=not fold)
     return rows, beta_of(block.output_norm, values) if fold else None
+
+
+def dense_plus(dense, x, residual):
+    """`residual + dense(x)` in the residual's dtype: an int8 layer adds it
+    inside its kernel (`bert_tf.layers.int8.Int8Dense`); Grappler fuses a
+    float layer's add into its matmul itself."""
+    if getattr(dense, "adds_residual", False):
+        return dense(x, residual=residual)
+    return residual + tf.cast(dense(x), residual.dtype)
 
 
 class ServedModel:

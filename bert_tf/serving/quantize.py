@@ -7,7 +7,8 @@ that keeps oneDNN's reordered weights.
 
 import dataclasses
 
-from bert_tf.precision import CALIBRATION_BATCH, CALIBRATION_EXAMPLES
+from bert_tf.precision import (CALIBRATION_BATCH, CALIBRATION_EXAMPLES,
+                               cpu_bf16_flags)
 
 def served(model, precision):
     """`model` (a task model, a pre-trainer or an encoder) as its export
@@ -41,8 +42,10 @@ def quantize(model, precision, spec=None, vocab=None, examples=0,
             f"oneDNN int8 matmul ({int8_lib.QUANTIZED_MATMUL}); export "
             "fp32 or bf16, or use an x86 Linux build of TensorFlow.")
     encoder = getattr(model, "encoder", model)
+    attention = attention_dtype(log)
     seen = encoder.to_int8(calibration(model, spec, vocab, examples,
-                                       texts_file, log))
+                                       texts_file, log), attention=attention)
+    record = {"attention": "bf16" if attention == "bfloat16" else "fp32"}
     # The int8 weights are constants, not Keras weights: counted here.
     count = sum(getattr(owner, attribute).kernel_int8.size
                 for block in encoder.transformer_layers
@@ -54,7 +57,7 @@ def quantize(model, precision, spec=None, vocab=None, examples=0,
             "of your texts) smooths outlier channels first: MiniLM "
             "embeddings then kept a cosine of 0.987 or more to fp32's, "
             "against 0.962")
-        return {"calibrated": False}
+        return {"calibrated": False, **record}
     import numpy as np
 
     largest = max(seen, key=seen.get)
@@ -63,7 +66,41 @@ def quantize(model, precision, spec=None, vocab=None, examples=0,
         f"{float(np.median(list(seen.values()))):.1f}; outlier channels "
         "smoothed into the weights")
     return {"calibrated": True, "largest_input": round(seen[largest], 3),
-            "largest_input_matmul": largest}
+            "largest_input_matmul": largest, **record}
+
+
+def attention_dtype(log=print, cpuinfo="/proc/cpuinfo"):
+    """The dtype an int8 export's attention runs in: `bfloat16` where this
+    CPU has AVX512_BF16 or AMX (scores, softmax and context in bf16; BERT-
+    Base, 32 RT sentences on 2 AMX cores: see docs/benchmarks.md), else
+    `float32`, where bf16 would be emulated.
+
+    Examples:
+        >>> attention_dtype(log=lambda line: None, cpuinfo="/nonexistent")
+        'float32'
+    """
+    flags = cpu_bf16_flags(cpuinfo)
+    chosen = "bfloat16" if flags else "float32"
+    log(f"int8: attention in {'bf16' if flags else 'fp32'} " + (
+        f"(this CPU has {', '.join(flags)})" if flags else
+        "(this CPU has neither AVX512_BF16 nor AMX)"))
+    return chosen
+
+
+def warn_if_attention_emulated(int8_record, where, cpuinfo="/proc/cpuinfo"):
+    """Warns when an int8 export whose attention runs in bf16
+    (`int8_record`: its `bert_tf.json`'s `int8`) is loaded on a CPU that
+    emulates bf16."""
+    import warnings
+
+    if (int8_record or {}).get("attention") != "bf16" or \
+            cpu_bf16_flags(cpuinfo):
+        return
+    warnings.warn(
+        f"{where}: its int8 export runs the attention in bf16, but this CPU "
+        "has neither AVX512_BF16 nor AMX: bf16 is emulated here and slower. "
+        "Export it again on this machine (the attention is then fp32).",
+        RuntimeWarning, stacklevel=3)
 
 
 def calibration(model, spec, vocab, examples=CALIBRATION_EXAMPLES,
@@ -109,4 +146,5 @@ def calibration(model, spec, vocab, examples=CALIBRATION_EXAMPLES,
     return lambda: [model(batch[0], training=False) for batch in batches]
 
 
-__all__ = ["calibration", "quantize", "served"]
+__all__ = ["attention_dtype", "calibration", "quantize", "served",
+           "warn_if_attention_emulated"]
