@@ -266,10 +266,11 @@ def add_precision_arguments(parser):
     """`bert-tf export`'s flags of precision and int8 calibration."""
     parser.add_argument(
         "--precision", choices=PRECISIONS,
-        help="savedmodel/hub: fp32 (default); bf16 (bf16 weights; norms, "
-             "softmax, outputs fp32; fast with AVX512_BF16/AMX, emulated "
-             "elsewhere); "
-             "int8 (int8 encoder matmuls on VNNI/AMX-INT8; results change "
+        help="savedmodel/hub: fp32 (default); bf16 (bf16 weights and "
+             "attention; norms, residuals, outputs fp32; fast with "
+             "AVX512_BF16/AMX, emulated elsewhere); "
+             "int8 (int8 encoder matmuls on VNNI/AMX-INT8, the attention "
+             "in bf16 where this CPU has AVX512_BF16/AMX; results change "
              "slightly); auto (bf16 where this CPU has it, never int8)")
     parser.add_argument(
         "--calibration", type=int, metavar="N",
