@@ -7,7 +7,8 @@ it (a TF1 session over the SavedModel's MetaGraph, Grappler on) and run on
 real RT sentences with full tracing. Per op type it prints the summed
 time per request and the count; the fused kernels (`_Fused*`, `_Mkl*`)
 are listed with what they fused. Also prints the wall-clock p50 of the
-same session, untraced, and the length bucket the requests ran at.
+same session, untraced; for an int8 export, that p50 over its int8
+matmuls' traced time (the request against its own matmuls, in one run).
 
     .venv/bin/python benchmarks/serving_profile.py [--precision fp32]
         [--calls 30] [--top 15] [--export DIR] [--weights-may-change]
@@ -150,6 +151,11 @@ def report(title, times, fusions, wall_ms, top):
     print(f"  {'op type':<34} {'ms':>8} {'share':>6} {'nodes':>6}")
     for op, (t, n) in sorted(times.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"  {op:<34} {t / 1e3:8.2f} {t / total:6.1%} {n:6.0f}")
+    matmuls = times.get("_QuantizedMatMul", (0, 0))
+    if matmuls[1]:
+        print(f"  int8: the request (wall p50) is "
+              f"{wall_ms * 1e3 / matmuls[0]:.2f}x its {matmuls[1]:.0f} int8 "
+              f"matmuls' traced time ({matmuls[0] / 1e3:.1f} ms)")
     print("  fused kernels: " + ("; ".join(
         f"{op} [{', '.join(sorted(f))}]" for op, f in sorted(
             fusions.items())) or "none"))
