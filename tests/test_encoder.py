@@ -385,6 +385,7 @@ def test_int8_attention_in_bf16_stays_near_fp32(tiny_config):
     kernel in bf16 and the served attention (softmax included) runs in
     bf16; the outputs stay near the float32 encoder's, and the residual
     adds happen inside the int8 kernels."""
+    keras.utils.set_random_seed(0)
     encoder = BertEncoder(**tiny_config)
     inputs = random_inputs(batch=3, length=10, pad_from=4)
     want = encoder(inputs)["sequence_output"].numpy()
@@ -395,8 +396,10 @@ def test_int8_attention_in_bf16_stays_near_fp32(tiny_config):
         "sequence_output"])
     assert _softmax_dtypes(served, inputs) == {"bfloat16"}
     got = served(inputs).numpy()
+    # Keras's graph rounds a float32 softmax to bf16, the served one
+    # computes it in bf16: probabilities may differ by a bf16 step.
     assert_close_at_real_tokens(got, encoder(inputs)["sequence_output"],
-                                inputs["input_mask"], atol=1e-4)
+                                inputs["input_mask"], atol=1e-2)
     assert_close_at_real_tokens(got, want, inputs["input_mask"], atol=0.05)
 
 

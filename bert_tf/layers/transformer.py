@@ -219,7 +219,7 @@ class MultiHeadSelfAttention(ConfigLayer):
         logits = tf.linalg.matmul(query, key, transpose_b=True) * ops.cast(
             1.0 / math.sqrt(self.head_size), query.dtype)
         # Keras casts a float argument to the layer's compute dtype: the
-        # bias comes back to float32 (a no-op in float32).
+        # bias comes back to the softmax's dtype (a no-op in float32).
         dtype = "float32" if float32_softmax else logits.dtype
         return ops.softmax(ops.cast(logits, dtype) + ops.cast(
             attention_bias, dtype), axis=-1), value
