@@ -196,9 +196,6 @@ class Int8Dense(keras.layers.Layer):
                    input_scale=smoothing, input_range=input_range,
                    output_dtype=output_dtype, name=dense.name)
 
-    # `bert_tf.models.served.dense_plus` hands it the residual.
-    adds_residual = True
-
     def call(self, x, residual=None):
         shape = tf.shape(x)
         rows = tf.reshape(tf.cast(x, tf.float32),

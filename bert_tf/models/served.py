@@ -44,6 +44,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.folding import beta_of, biases_with, foldable
+from bert_tf.layers.int8 import Int8Dense
 from bert_tf.layers.norm import served_layer_norm
 from bert_tf.layers.transformer import (TokenRows, attention_logit_bias,
                                         transpose_heads)
@@ -227,7 +228,7 @@ def dense_plus(dense, x, residual):
     """`residual + dense(x)` in the residual's dtype: an int8 layer adds it
     inside its kernel (`bert_tf.layers.int8.Int8Dense`); Grappler fuses a
     float layer's add into its matmul itself."""
-    if getattr(dense, "adds_residual", False):
+    if isinstance(dense, Int8Dense):
         return dense(x, residual=residual)
     return residual + tf.cast(dense(x), residual.dtype)
 
