@@ -20,10 +20,8 @@ import tensorflow as tf
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
 from bert_tf.layers.norm import LayerNorm
-
-# Added to the logits of masked-out keys; exp() of it is exactly 0 in float32.
-_MASK_LOGIT = -1e9
-
+from bert_tf.layers.token_rows import (  # noqa: F401 (public here too)
+    PackedRows, TokenRows, attention_logit_bias)
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 def gelu_tanh(x):
@@ -47,19 +45,6 @@ def activation(name):
         return keras.activations.relu
     raise ValueError(
         f"hidden_act = {name!r}: must be one of gelu, gelu_exact, relu.")
-
-
-def attention_logit_bias(input_mask, causal):
-    """Additive float32 bias [batch, 1, query, key] from a [batch, key] mask."""
-    # expand_dims, not [:, None, None, :]: TFLite builtins cannot slice a
-    # new axis into a tensor of two unknown dims.
-    keep = ops.expand_dims(ops.cast(input_mask, "bool"), (1, 2))
-    if causal:
-        length = ops.shape(input_mask)[1]
-        rows = ops.arange(length)[:, None]
-        cols = ops.arange(length)[None, :]
-        keep = ops.logical_and(keep, (cols <= rows)[None, None])
-    return ops.where(keep, 0.0, _MASK_LOGIT)
 
 
 # Integers of each float type's width: a transpose of them is a copy of the
@@ -86,61 +71,6 @@ def transpose_heads(x, perm):
     if bits is None:
         return tf.transpose(x, perm)
     return tf.bitcast(tf.transpose(tf.bitcast(x, bits), perm), x.dtype)
-
-
-class TokenRows:
-    """The tokens of a batch that its mask keeps, as rows: a served
-    encoder runs its dense layers and norms on these rows only, and pads
-    them back to [batch * seq] rows where the attention needs the batch's
-    shape. A batch of sentences padded to its longest (32 RT sentences:
-    mean 27 pieces, longest about 60) then multiplies about half as many
-    rows; the attention itself still runs padded, masked as before.
-
-    Each sequence's first token is kept even where it is masked, so every
-    padded position has a kept row to copy. A padded position's output is
-    a copy of the kept row before it: like any encoder's, it means
-    nothing.
-
-    Args:
-        input_mask: [batch, seq], nonzero where a token is real.
-
-    Examples:
-        >>> rows = TokenRows([[1, 1, 0], [1, 0, 0]])
-        >>> rows.kept.numpy().tolist()
-        [0, 1, 3]
-        >>> x = tf.reshape(tf.range(6.0), (6, 1))
-        >>> rows.padded(rows.compact(x))[:, 0].numpy().tolist()
-        [0.0, 1.0, 1.0, 3.0, 3.0, 3.0]
-        >>> rows.first(rows.compact(x))[:, 0].numpy().tolist()
-        [0.0, 3.0]
-    """
-
-    def __init__(self, input_mask):
-        keep = tf.reshape(self.kept_tokens(input_mask), [-1])
-        self.kept = tf.reshape(tf.where(keep), [-1])
-        self.position = tf.cumsum(tf.cast(keep, tf.int32)) - 1
-        self._mask_shape = tf.shape(input_mask)
-
-    @staticmethod
-    def kept_tokens(input_mask):
-        """Whether each token of `input_mask` [..., seq] is kept: a bool
-        tensor of its shape."""
-        mask = tf.convert_to_tensor(input_mask)
-        first = tf.equal(tf.range(tf.shape(mask)[-1]), 0)
-        return tf.logical_or(tf.cast(mask, tf.bool), first)
-
-    def compact(self, rows):
-        """The kept rows of `rows` [batch * seq, W]."""
-        return tf.gather(rows, self.kept)
-
-    def padded(self, rows):
-        """[batch * seq, W] rows from the kept rows `rows` [kept, W]."""
-        return tf.gather(rows, self.position)
-
-    def first(self, rows):
-        """Each sequence's first row [batch, W] of the kept rows `rows`."""
-        return tf.gather(rows, tf.reshape(self.position,
-                                          self._mask_shape)[:, 0])
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -203,7 +133,7 @@ class MultiHeadSelfAttention(ConfigLayer):
             attention_bias = attention_logit_bias(input_mask, self.causal)
         qkv = self.qkv(ops.reshape(x, (-1, self.hidden_size)))
         if token_rows is not None:
-            qkv = token_rows.padded(qkv)
+            qkv = token_rows.to_attention(qkv)
         # [batch, seq, 3, heads, head_size]: the batch and length are the
         # bias's, which every layer shares (Grappler computes them once).
         qkv = ops.reshape(qkv, (
@@ -261,12 +191,13 @@ class MultiHeadSelfAttention(ConfigLayer):
         `call` without its last matmul (served blocks run that matmul
         themselves, with the residual's add: `bert_tf.models.served`).
 
-        `attention_bias`: `attention_logit_bias(input_mask)`, when the
-        caller computed it once for all layers (then `input_mask` may be
-        None); `rows_shape`: the shape of token rows `x`, likewise, or of
+        `attention_bias`: `attention_logit_bias(input_mask)`, or
+        `token_rows.attention_bias()`, when the caller computed it once for
+        all layers (then `input_mask` may be None); `rows_shape`: the shape of token rows `x`, likewise, or of
         the output rows. `transpose`: the heads' transpose (served graphs
         pass `transpose_heads`); None: `ops.transpose`. `token_rows`: a
-        `TokenRows` when `x` holds only its kept rows (served graphs).
+        `TokenRows` when `x` holds only its kept rows (served graphs): the
+        attention runs on its layout (a `PackedRows` packs the sequences).
         `first_query`: token rows `x` of `token_rows`; the output at each
         sequence's first token only, [batch, H] (served graphs whose head
         reads `[CLS]` alone). `float32_softmax`: False computes the
@@ -287,7 +218,7 @@ class MultiHeadSelfAttention(ConfigLayer):
                               if rows_shape is None else rows_shape)
         context = transpose(context, (0, 2, 1, 3))
         if token_rows is not None:
-            context = token_rows.compact(
+            context = token_rows.from_attention(
                 tf.reshape(context, (-1, self.hidden_size)))
         if len(x.shape) == 2:
             # The rows' own shape, not (-1, H): Grappler then knows that the

@@ -25,6 +25,9 @@ numbers are the same (to float32 rounding); the graph is smaller:
   sentences/s in fp32, 55 -> 85 in bf16, 77 -> 112 in int8, on 2 AMX
   cores; a text alone gains nothing, and its 26 row copies cost about
   0.6 ms). Outputs at padded positions copy a real token's row;
+- the attention runs on packed rows (`bert_tf.layers.token_rows.PackedRows`):
+  a batch's sequences two to a row where both fit in the longest one's
+  length, each masked from the other; one text is not packed;
 - the pooler runs only for a head that reads it;
 - for a head that reads `[CLS]` alone (`reads_first_token_only`), the
   last block computes the first token's output only: its keys and values
@@ -46,8 +49,8 @@ import tensorflow as tf
 from bert_tf.layers.folding import beta_of, biases_with, foldable
 from bert_tf.layers.int8 import Int8Dense
 from bert_tf.layers.norm import served_layer_norm
-from bert_tf.layers.transformer import (TokenRows, attention_logit_bias,
-                                        transpose_heads)
+from bert_tf.layers.token_rows import PackedRows, TokenRows
+from bert_tf.layers.transformer import transpose_heads
 from bert_tf.models.encoder import INPUT_NAMES, select_inputs
 
 
@@ -143,14 +146,13 @@ class ServedEncoder:
         x = embedding_output = encoder.embeddings(
             inputs["input_word_ids"], inputs["input_type_ids"],
             norm=lambda x: served_layer_norm(norm, x))
-        # Computed once for all layers; the blocks run on token rows.
-        bias = attention_logit_bias(inputs["input_mask"],
-                                    self.config.attention == "causal")
         shape = tf.shape(x)
         rows = tf.reshape(x, (-1, self.config.hidden_size))
-        # The blocks multiply the kept tokens' rows only (TokenRows).
-        token_rows = TokenRows(inputs["input_mask"])
-        layer_rows = self._blocks(token_rows.compact(rows), bias, values,
+        # The blocks multiply the kept tokens' rows only (TokenRows); their
+        # attention runs on packed rows. Computed once for all layers.
+        token_rows = TokenRows(inputs["input_mask"],
+                               self.config.attention == "causal")
+        layer_rows = self._blocks(token_rows.compact(rows), values,
                                   token_rows)
         layers = [tf.reshape(token_rows.padded(r), shape)
                   for r in layer_rows[:-1]]
@@ -168,21 +170,25 @@ class ServedEncoder:
             "embedding_output": embedding_output,
         }
 
-    def _blocks(self, rows, bias, values, token_rows):
+    def _blocks(self, rows, values, token_rows):
         """Each block's output rows. With float matmuls, each norm's beta
         is added by the biases after it (`served_block`): each layer's
         output gets its beta back in one add, which Grappler drops where
         nothing reads it (all but the last)."""
         blocks = self.encoder.transformer_layers
+        packed = PackedRows(token_rows)
+        layouts = {False: (packed, packed.attention_bias())}
+        if self.first_token_only:  # [CLS]'s query alone: no packing
+            layouts[True] = (token_rows, token_rows.attention_bias())
         fold = all(foldable(dense) for block in blocks
                    for dense in block_matmuls(block))
         outputs, missing, rows_shape = [], None, tf.shape(rows)
         for index, block in enumerate(blocks):
+            first = self.first_token_only and index == len(blocks) - 1
             with tf.name_scope(block.name):
                 rows, missing = served_block(
-                    block, rows, missing, bias, rows_shape, values, fold,
-                    token_rows, first_token_only=self.first_token_only and
-                    index == len(blocks) - 1)
+                    block, rows, missing, layouts[first], rows_shape,
+                    values, fold, token_rows, first_token_only=first)
             outputs.append(rows if missing is None else rows + missing)
         return outputs
 
@@ -193,14 +199,17 @@ def block_matmuls(block):
             block.intermediate, block.output_dense)
 
 
-def served_block(block, rows, missing, bias, rows_shape, values, fold,
+def served_block(block, rows, missing, layout, rows_shape, values, fold,
                  token_rows=None, first_token_only=False):
-    """A `TransformerBlock` on token rows that lack `missing` (the beta
-    of the norm before, float32 [H], or None), served: returns (its output
-    rows, less the output norm's beta when `fold`, that beta or None).
-    `values`: the NumPy values of the vectors ({id(variable): value}).
-    `first_token_only`: the output rows are each sequence's first token's
-    alone, [batch, H] (needs `token_rows`)."""
+    """A `TransformerBlock` on the kept rows of `token_rows` that lack
+    `missing` (the beta of the norm before, float32 [H], or None), served:
+    returns (its output rows, less the output norm's beta when `fold`, that
+    beta or None). `layout`: (the attention's layout, its bias):
+    `token_rows`, a `PackedRows`, or None when `rows` are all the batch's
+    [batch * seq]. `values`: the NumPy values of the vectors ({id(variable):
+    value}). `first_token_only`: the output rows are each sequence's first
+    token's alone, [batch, H] (`layout` is then `token_rows`)."""
+    layout, bias = layout
     attention = block.attention
     if first_token_only:  # keys and values of all rows; the rest of [CLS]
         residual = token_rows.first(rows)
@@ -212,7 +221,7 @@ def served_block(block, rows, missing, bias, rows_shape, values, fold,
         with tf.name_scope(attention.name):
             rows = dense_plus(attention.output_dense, attention.context(
                 rows, attention_bias=bias, rows_shape=rows_shape,
-                transpose=transpose_heads, token_rows=token_rows,
+                transpose=transpose_heads, token_rows=layout,
                 first_query=first_token_only, float32_softmax=False),
                 residual)
     rows = served_layer_norm(block.attention_norm, rows, add_beta=not fold)
