@@ -176,10 +176,8 @@ def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
         token_rows = TokenRows(mask)
         packed = PackedRows(token_rows)
         rows = token_rows.compact(tf.reshape(x, [-1, 32]))
-        out, _ = served_block(block, rows, None,
-                              (packed, packed.attention_bias()),
-                              tf.shape(rows), {}, fold=False,
-                              token_rows=token_rows)
+        out, _ = served_block(block, rows, None, packed, tf.shape(rows), {},
+                              fold=False, token_rows=token_rows)
         return tf.reshape(tf.cast(token_rows.padded(out), tf.float32),
                           tf.shape(x))
 

@@ -20,8 +20,10 @@ import tensorflow as tf
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
 from bert_tf.layers.norm import LayerNorm
-from bert_tf.layers.token_rows import (  # noqa: F401 (public here too)
-    PackedRows, TokenRows, attention_logit_bias)
+# Moved to token_rows.py; still importable from here.
+from bert_tf.layers.token_rows import (  # noqa: F401
+    TokenRows, attention_logit_bias)
+
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 def gelu_tanh(x):
@@ -193,8 +195,8 @@ class MultiHeadSelfAttention(ConfigLayer):
 
         `attention_bias`: `attention_logit_bias(input_mask)`, or
         `token_rows.attention_bias()`, when the caller computed it once for
-        all layers (then `input_mask` may be None); `rows_shape`: the shape of token rows `x`, likewise, or of
-        the output rows. `transpose`: the heads' transpose (served graphs
+        all layers (then `input_mask` may be None); `rows_shape`: the shape
+        of token rows `x`, likewise, or of the output rows. `transpose`: the heads' transpose (served graphs
         pass `transpose_heads`); None: `ops.transpose`. `token_rows`: a
         `TokenRows` when `x` holds only its kept rows (served graphs): the
         attention runs on its layout (a `PackedRows` packs the sequences).

@@ -177,18 +177,17 @@ class ServedEncoder:
         nothing reads it (all but the last)."""
         blocks = self.encoder.transformer_layers
         packed = PackedRows(token_rows)
-        layouts = {False: (packed, packed.attention_bias())}
-        if self.first_token_only:  # [CLS]'s query alone: no packing
-            layouts[True] = (token_rows, token_rows.attention_bias())
         fold = all(foldable(dense) for block in blocks
                    for dense in block_matmuls(block))
         outputs, missing, rows_shape = [], None, tf.shape(rows)
         for index, block in enumerate(blocks):
             first = self.first_token_only and index == len(blocks) - 1
             with tf.name_scope(block.name):
+                # [CLS]'s query alone: the padded layout, nothing to pack.
                 rows, missing = served_block(
-                    block, rows, missing, layouts[first], rows_shape,
-                    values, fold, token_rows, first_token_only=first)
+                    block, rows, missing, token_rows if first else packed,
+                    rows_shape, values, fold, token_rows,
+                    first_token_only=first)
             outputs.append(rows if missing is None else rows + missing)
         return outputs
 
@@ -204,12 +203,11 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
     """A `TransformerBlock` on the kept rows of `token_rows` that lack
     `missing` (the beta of the norm before, float32 [H], or None), served:
     returns (its output rows, less the output norm's beta when `fold`, that
-    beta or None). `layout`: (the attention's layout, its bias):
-    `token_rows`, a `PackedRows`, or None when `rows` are all the batch's
-    [batch * seq]. `values`: the NumPy values of the vectors ({id(variable):
-    value}). `first_token_only`: the output rows are each sequence's first
-    token's alone, [batch, H] (`layout` is then `token_rows`)."""
-    layout, bias = layout
+    beta or None). `layout`: the attention's layout, `token_rows` or a
+    `PackedRows` (its bias too). `values`: the NumPy values of the vectors
+    ({id(variable): value}). `first_token_only`: the output rows are each
+    sequence's first token's alone, [batch, H] (`layout` is then
+    `token_rows`)."""
     attention = block.attention
     if first_token_only:  # keys and values of all rows; the rest of [CLS]
         residual = token_rows.first(rows)
@@ -220,7 +218,8 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
                      residual=[attention.output_dense]):
         with tf.name_scope(attention.name):
             rows = dense_plus(attention.output_dense, attention.context(
-                rows, attention_bias=bias, rows_shape=rows_shape,
+                rows, attention_bias=layout.attention_bias(),
+                rows_shape=rows_shape,
                 transpose=transpose_heads, token_rows=layout,
                 first_query=first_token_only, float32_softmax=False),
                 residual)
