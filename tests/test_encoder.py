@@ -174,6 +174,14 @@ def test_traced_encoder_runs_the_copy_of_its_token_rows_class(
     assert int(branch(ids, mask, tf.zeros_like(ids))) == expected
 
 
+def _nodes(function, inputs):
+    """(name, op type) of every node `function` traces for `inputs`,
+    those of the functions it calls (the served encoder's) included."""
+    graph = function.get_concrete_function(inputs).graph.as_graph_def()
+    return [(n.name, n.op) for n in [*graph.node, *(
+        n for f in graph.library.function for n in f.node_def)]]
+
+
 def _random_vectors(encoder, seed):
     rng = np.random.default_rng(seed)
     for weight in encoder.weights:
@@ -191,16 +199,16 @@ def test_served_encoder_reads_vectors_as_constants_and_matrices_as_variables(
     inputs = random_inputs(batch=3, length=9, pad_from=4)
     before = encoder(inputs)
     served = tf.function(ServedEncoder(encoder))
-    graph = served.get_concrete_function(inputs).graph
-    captured = {v.path for v in encoder.variables
-                if any(v.value.handle is c for c in graph.captures
-                       for c in [c[0]])}
+    captured = set()  # the variables the served encoder's function reads
+    for call in served.get_concrete_function(inputs).graph.captures:
+        captured |= {v.path for v in encoder.variables
+                     if v.value.handle is call[0]}
     vectors = {v.path for v in encoder.variables if len(v.shape) == 1}
     matrices = {v.path for v in encoder.variables if len(v.shape) == 2}
     assert not captured & vectors, captured & vectors
     assert matrices <= captured, matrices - captured
-    constants = {op.name for op in graph.get_operations()
-                 if op.type == "Const"}
+    constants = {name for name, op in _nodes(served, inputs)
+                 if op == "Const"}
     assert {v for v in vectors if "qkv" in v} <= constants
     after = served(inputs)
     np.testing.assert_allclose(after["pooled_output"],
@@ -248,9 +256,8 @@ def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
     inputs = random_inputs(batch=3, length=9, pad_from=4)
     before = encoder(inputs)
     served = tf.function(ServedEncoder(encoder))
-    graph = served.get_concrete_function(inputs).graph
-    folded = [op.name for op in graph.get_operations()
-              if op.name.endswith("_folded")]
+    folded = [name for name, _ in _nodes(served, inputs)
+              if name.endswith("_folded")]
     # qkv and the attention output of blocks after the first, the
     # feed-forward in and out of every block.
     assert len(folded) == 4 * tiny_config["num_layers"] - 2, folded
@@ -265,9 +272,8 @@ def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
 
     classifier = BertClassifier(encoder, num_classes=2, pooling="mean")
     traced = tf.function(ServedModel(classifier))
-    graph = traced.get_concrete_function(inputs).graph
-    handles = [op.name for op in graph.get_operations()
-               if op.type in ("Placeholder", "ReadVariableOp")]
+    handles = [name for name, op in _nodes(traced, inputs)
+               if op in ("Placeholder", "ReadVariableOp")]
     assert [n for n in handles if "qkv" in n], handles
     assert not [n for n in handles if "pooler" in n], handles
     np.testing.assert_allclose(traced(inputs), classifier(inputs), atol=1e-5)

@@ -204,15 +204,21 @@ class Trainer:
         if self.config.jit_compile:
             step_fn = tf.function(step_fn, jit_compile=True)
 
-        @tf.function
+        # A loop written out, without AutoGraph: converting the model's,
+        # the loss's and the optimizer's code took seconds of every run's
+        # first step.
+        @tf.function(autograph=False)
         def train_loop(iterator, steps):
-            total = tf.constant(0.0)
-            for _ in tf.range(steps):
+            def body(index, total):
                 per_replica = self.strategy.run(step_fn,
                                                 args=(next(iterator),))
                 # Each replica's loss is already 1/replicas of the mean.
                 total += self.strategy.reduce("SUM", per_replica, axis=None)
                 self.step.assign_add(1)
+                return index + 1, total
+
+            _, total = tf.while_loop(lambda index, _: index < steps, body,
+                                     (tf.constant(0), tf.constant(0.0)))
             return total / tf.cast(steps, tf.float32)
 
         return train_loop
@@ -240,10 +246,14 @@ class Trainer:
             return model.compute_loss(x=x, y=y, y_pred=outputs,
                                       sample_weight=weights, training=False)
 
-        @tf.function
+        @tf.function(autograph=False)  # as the train loop
         def eval_loop(iterator, steps):
-            for _ in tf.range(steps):
+            def body(index):
                 self.strategy.run(step_fn, args=(next(iterator),))
+                return index + 1
+
+            tf.while_loop(lambda index: index < steps, body,
+                          (tf.constant(0),))
 
         return eval_loop
 
