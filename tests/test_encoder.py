@@ -175,11 +175,11 @@ def test_traced_encoder_runs_the_copy_of_its_token_rows_class(
 
 
 def _nodes(function, inputs):
-    """(name, op type) of every node `function` traces for `inputs`,
-    those of the functions it calls (the served encoder's) included."""
+    """The NodeDefs `function` traces for `inputs`, those of the functions
+    it calls (the served encoder's) included."""
     graph = function.get_concrete_function(inputs).graph.as_graph_def()
-    return [(n.name, n.op) for n in [*graph.node, *(
-        n for f in graph.library.function for n in f.node_def)]]
+    return [*graph.node, *(n for f in graph.library.function
+                           for n in f.node_def)]
 
 
 def _random_vectors(encoder, seed):
@@ -207,8 +207,7 @@ def test_served_encoder_reads_vectors_as_constants_and_matrices_as_variables(
     matrices = {v.path for v in encoder.variables if len(v.shape) == 2}
     assert not captured & vectors, captured & vectors
     assert matrices <= captured, matrices - captured
-    constants = {name for name, op in _nodes(served, inputs)
-                 if op == "Const"}
+    constants = {n.name for n in _nodes(served, inputs) if n.op == "Const"}
     assert {v for v in vectors if "qkv" in v} <= constants
     after = served(inputs)
     np.testing.assert_allclose(after["pooled_output"],
@@ -256,8 +255,8 @@ def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
     inputs = random_inputs(batch=3, length=9, pad_from=4)
     before = encoder(inputs)
     served = tf.function(ServedEncoder(encoder))
-    folded = [name for name, _ in _nodes(served, inputs)
-              if name.endswith("_folded")]
+    folded = [n.name for n in _nodes(served, inputs)
+              if n.name.endswith("_folded")]
     # qkv and the attention output of blocks after the first, the
     # feed-forward in and out of every block.
     assert len(folded) == 4 * tiny_config["num_layers"] - 2, folded
@@ -272,8 +271,8 @@ def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
 
     classifier = BertClassifier(encoder, num_classes=2, pooling="mean")
     traced = tf.function(ServedModel(classifier))
-    handles = [name for name, op in _nodes(traced, inputs)
-               if op in ("Placeholder", "ReadVariableOp")]
+    handles = [n.name for n in _nodes(traced, inputs)
+               if n.op in ("Placeholder", "ReadVariableOp")]
     assert [n for n in handles if "qkv" in n], handles
     assert not [n for n in handles if "pooler" in n], handles
     np.testing.assert_allclose(traced(inputs), classifier(inputs), atol=1e-5)
@@ -379,11 +378,8 @@ def test_served_first_token_only_matches_in_every_served_precision(
 
 def _softmax_dtypes(function, inputs):
     """The dtypes of the softmaxes `function`'s graph computes."""
-    graph = function.get_concrete_function(inputs).graph.as_graph_def()
-    nodes = [*graph.node, *(n for f in graph.library.function
-                            for n in f.node_def)]
-    return {tf.as_dtype(n.attr["T"].type).name for n in nodes
-            if n.op == "Softmax"}
+    return {tf.as_dtype(n.attr["T"].type).name
+            for n in _nodes(function, inputs) if n.op == "Softmax"}
 
 
 def test_int8_attention_in_bf16_stays_near_fp32(tiny_config):

@@ -135,10 +135,8 @@ class ServedEncoder:
         self.pooler = pooler
         self.first_token_only = first_token_only
         self.config = encoder.config
-        # Traced once per input shape, whatever calls it: the graph copies
-        # per row class and the loop over long requests, each signature.
-        # TensorFlow inlines each call where it stands, so every copy keeps
-        # its own nodes (and oneDNN its own weight layout per copy).
+        # One trace per input shape for every copy and signature that
+        # calls it, inlined at each call (the module docstring).
         self._traced = tf.function(self._constants_and_forward,
                                    autograph=False)
 
