@@ -1,22 +1,27 @@
-"""The int8 matmul kernels alone: BERT-Base's 48 matmuls of one request, on
-oneDNN's kernel through `_QuantizedMatMul` (what our int8 exports run,
+"""The matmul kernels alone, the floor of a request: BERT-Base's 48 matmuls
+(or MiniLM's 24) of one request, in int8 on oneDNN's kernel through
+`_QuantizedMatMul` (what our int8 exports run,
 `bert_tf.layers.int8.Int8Dense`) and on ONNX Runtime's (MLAS, a
-dynamically quantized graph), fp32 beside each.
+dynamically quantized graph); in fp32 on TF (oneDNN) and ONNX Runtime
+(MLAS); in bf16 on TF (oneDNN, bf16 weights and activations, as our bf16
+exports run) and OpenVINO (the same ONNX graph, `INFERENCE_PRECISION_HINT`
+bf16, its default on AMX).
 
-Each layer is qkv (768 -> 2304), attention output (768 -> 768, its input
-the first 768 columns), feed-forward in (768 -> 3072) and out (3072 ->
-768), chained through 12 layers: the matmul work of one BERT-Base request
-of M token rows, without attention, norms or anything else. Random
-weights (std 1 / sqrt(in), so values keep their scale); our int8 inputs
-use a fixed range, as calibrated exports do, which is cheaper than ONNX
-Runtime's per-call range. Both on 2 threads; TF's fp32 with
+Each layer is qkv (H -> 3H), attention output (H -> H, its input the
+first H columns), feed-forward in (H -> 4H) and out (4H -> H), chained
+through the layers: the matmul work of one request of M token rows,
+without attention, norms or anything else. Random weights (std
+1 / sqrt(in), so values keep their scale); our int8 inputs use a fixed
+range, as calibrated exports do, which is cheaper than ONNX Runtime's
+per-call range. All on 2 threads; TF's fp32 and bf16 with
 `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`, as served.
 
     .venv-bench/bin/python benchmarks/int8_kernels.py [--rows 12 24 48]
-        [--calls 200]
+        [--calls 200] [--shape bert_base|minilm] [--precisions int8 fp32 bf16]
 
-Prints the p50 per request of each. Needs `onnx` and `onnxruntime` (the
-bench environment, `make bench`).
+Prints the p50 per request of each. Needs `onnx`, `onnxruntime` and
+`openvino` (the bench environment, `make bench`); bf16 only on a CPU with
+AVX512_BF16 or AMX (elsewhere it is emulated, and skipped).
 """
 
 import argparse
@@ -32,28 +37,30 @@ THREADS = 2
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from bert_tf import precision  # noqa: E402
 from bert_tf.layers import int8  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
 
-HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 12
-# (input width, output width) of a layer's four matmuls, in order.
-SHAPES = ((HIDDEN, 3 * HIDDEN), (HIDDEN, HIDDEN), (HIDDEN, INTERMEDIATE),
-          (INTERMEDIATE, HIDDEN))
+# (hidden width, layers) of each shape.
+MODEL_SHAPES = {"bert_base": (768, 12), "minilm": (384, 6)}
 INPUT_RANGE = (-4.0, 4.0)
 
 
-def random_weights(seed=0):
-    """[(kernel [in, out], bias [out])] for 12 layers of four matmuls."""
+def random_weights(hidden, layers, seed=0):
+    """[(kernel [in, out], bias [out])] for `layers` layers of four
+    matmuls (qkv, attention output, feed-forward in and out)."""
+    shapes = ((hidden, 3 * hidden), (hidden, hidden),
+              (hidden, 4 * hidden), (4 * hidden, hidden))
     rng = np.random.default_rng(seed)
     return [(rng.normal(0, n_in ** -0.5, (n_in, n_out)).astype(np.float32),
              rng.normal(0, 0.02, n_out).astype(np.float32))
-            for _ in range(LAYERS) for n_in, n_out in SHAPES]
+            for _ in range(layers) for n_in, n_out in shapes]
 
 
 def chain(matmuls, x, first_columns):
-    """The 48 matmuls in order; after each qkv, its first H columns."""
+    """The matmuls in order; after each qkv, its first H columns."""
     for index, matmul in enumerate(matmuls):
         x = matmul(x)
         if index % 4 == 0:
@@ -62,6 +69,7 @@ def chain(matmuls, x, first_columns):
 
 
 def tensorflow_request(weights, precision):
+    hidden = weights[0][0].shape[0]
     if precision == "int8":
         layers = []
         for kernel, bias in weights:
@@ -69,22 +77,29 @@ def tensorflow_request(weights, precision):
             layers.append(int8.Int8Dense(quantized, scale, bias,
                                          input_range=INPUT_RANGE)._rows_matmul)
     else:
-        layers = [lambda x, k=tf.constant(k), b=tf.constant(b):
+        dtype = tf.bfloat16 if precision == "bf16" else tf.float32
+        layers = [lambda x, k=tf.constant(k, dtype), b=tf.constant(b, dtype):
                   tf.nn.bias_add(tf.matmul(x, k), b) for k, b in weights]
-    return tf.function(lambda x: chain(layers, x, lambda y: y[:, :HIDDEN]))
+
+    def request(x):
+        x = chain(layers, tf.cast(x, tf.bfloat16) if precision == "bf16"
+                  else x, lambda y: y[:, :hidden])
+        return tf.cast(x, tf.float32)
+    return tf.function(request)
 
 
-def onnx_request(weights, quantized, directory):
+def onnx_graph(weights, directory):
+    """The matmuls as an ONNX file; returns its path."""
     import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    hidden = weights[0][0].shape[0]
 
     nodes, initializers, x = [], [], "x"
     initializers.append(numpy_helper.from_array(
         np.array([0], np.int64), "zero"))
     initializers.append(numpy_helper.from_array(
-        np.array([HIDDEN], np.int64), "hidden"))
+        np.array([hidden], np.int64), "hidden"))
     initializers.append(numpy_helper.from_array(
         np.array([1], np.int64), "axis"))
     for index, (kernel, bias) in enumerate(weights):
@@ -100,14 +115,21 @@ def onnx_request(weights, quantized, directory):
             x = f"s{index}"
     graph = helper.make_graph(
         nodes, "matmuls",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, HIDDEN])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [None, HIDDEN])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, hidden])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [None, hidden])],
         initializers)
     model = helper.make_model(graph,
                               opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     path = os.path.join(directory, "matmuls.onnx")
     onnx.save(model, path)
+    return path
+
+
+def onnx_request(path, quantized):
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     if quantized:
         quantize_dynamic(path, path + ".int8.onnx",
                          weight_type=QuantType.QInt8)
@@ -117,6 +139,32 @@ def onnx_request(weights, quantized, directory):
     session = ort.InferenceSession(path, options,
                                    providers=["CPUExecutionProvider"])
     return lambda x: session.run(None, {"x": x})[0]
+
+
+def openvino_request(path, precision):
+    import openvino
+
+    compiled = openvino.Core().compile_model(path, "CPU", {
+        "INFERENCE_NUM_THREADS": THREADS, "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_PRECISION_HINT": precision})
+    return lambda x: compiled({"x": x})[0]
+
+
+def requests(weights, precisions, directory):
+    """{column name: a request's matmuls} for each precision asked."""
+    path = onnx_graph(weights, directory)
+    runs = {}
+    if "int8" in precisions:
+        runs["TF int8 (_QuantizedMatMul)"] = tensorflow_request(weights,
+                                                                "int8")
+        runs["ONNX Runtime int8"] = onnx_request(path, True)
+    if "fp32" in precisions:
+        runs["TF fp32"] = tensorflow_request(weights, "fp32")
+        runs["ONNX Runtime fp32"] = onnx_request(path, False)
+    if "bf16" in precisions:
+        runs["TF bf16"] = tensorflow_request(weights, "bf16")
+        runs["OpenVINO bf16"] = openvino_request(path, "bf16")
+    return runs
 
 
 def p50_ms(run, x, calls):
@@ -136,24 +184,28 @@ def main():
                         help="token rows per request (a batch-1 RT "
                         "sentence is 9 to 53)")
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--shape", choices=sorted(MODEL_SHAPES),
+                        default="bert_base")
+    parser.add_argument("--precisions", nargs="+", default=["int8", "fp32"],
+                        choices=["int8", "fp32", "bf16"])
     args = parser.parse_args()
-    if not int8.available():
+    if "int8" in args.precisions and not int8.available():
         raise SystemExit("this TensorFlow has no _QuantizedMatMul (oneDNN "
                          "builds only)")
-    weights = random_weights()
+    if "bf16" in args.precisions and not precision.BF16.native():
+        print("bf16 skipped: this CPU has neither AVX512_BF16 nor AMX "
+              "(bf16 would be emulated)")
+        args.precisions.remove("bf16")
+    hidden, layers = MODEL_SHAPES[args.shape]
+    weights = random_weights(hidden, layers)
     with tempfile.TemporaryDirectory() as directory:
-        runs = {
-            "TF int8 (_QuantizedMatMul)": tensorflow_request(weights, "int8"),
-            "ONNX Runtime int8": onnx_request(weights, True, directory),
-            "TF fp32": tensorflow_request(weights, "fp32"),
-            "ONNX Runtime fp32": onnx_request(weights, False, directory),
-        }
+        runs = requests(weights, args.precisions, directory)
         rng = np.random.default_rng(1)
-        print(f"BERT-Base's 48 matmuls of one request, p50 ms "
+        print(f"{args.shape}'s {4 * layers} matmuls of one request, p50 ms "
               f"({args.calls} calls, {THREADS} threads)")
         print(f"{'rows':>5}  " + "  ".join(f"{name:>26}" for name in runs))
         for rows in args.rows:
-            x = rng.uniform(-2, 2, (rows, HIDDEN)).astype(np.float32)
+            x = rng.uniform(-2, 2, (rows, hidden)).astype(np.float32)
             # Interleaved: each row of figures measured in the same minute.
             times = {name: p50_ms(run, x, args.calls)
                      for name, run in runs.items()}

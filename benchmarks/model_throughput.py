@@ -86,7 +86,8 @@ def timed(fn, seconds=20.0, min_calls=3):
 def our_steps(shape, bf16=False, jit_compile=True):
     """Our encoder forward and pre-training step, each a `tf.function` of
     the feature dict, XLA-compiled by default (also profiled by
-    xla_profile.py)."""
+    xla_profile.py); without AutoGraph, as the trainer traces its steps
+    (`bert_tf.training.trainer`: nothing in them needs converting)."""
     from bert_tf.models.encoder import BertEncoder
     from bert_tf.models.pretrainer import BertPretrainer
     from bert_tf.training.optimization import NO_DECAY, FusedAdamW
@@ -103,11 +104,11 @@ def our_steps(shape, bf16=False, jit_compile=True):
     # the first step would trace it twice).
     optimizer.build(model.trainable_variables)
 
-    @tf.function(jit_compile=jit_compile)
+    @tf.function(jit_compile=jit_compile, autograph=False)
     def infer(x):
         return encoder(x)["sequence_output"]
 
-    @tf.function(jit_compile=jit_compile)
+    @tf.function(jit_compile=jit_compile, autograph=False)
     def train(x):
         with tf.GradientTape() as tape:
             loss = model.compute_loss(x=x, y_pred=model(x, training=True))
