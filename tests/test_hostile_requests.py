@@ -1,7 +1,9 @@
 """A request costs what its limits say, whatever its bytes: each hostile
 request below, on exports with the demo's limits, is refused with
 INVALID_ARGUMENT naming the input, the rule and the flag, or answered
-within 5 s and +300 MB, in a fresh process (`bert_tf.serving.limits`)."""
+within 5 s and +300 MB (`bert_tf.serving.limits`), measured in a fresh
+serving process per export: the refusals first, then the requests that
+must be answered, each timed alone with the peak memory reset before it."""
 
 import json
 import os
@@ -37,12 +39,14 @@ EXPORTS = {
                 dict(seq_length=64), {}),
 }
 
-# One request in a fresh process, built there from a spec: {input:
-# [[hex bytes, repeat, copies], ...]} (each entry `copies` texts of the
-# bytes `repeat` times), with "cols" to shape an input [rows, cols].
-# Prints whether it was refused (and the line) or answered, its seconds
-# and the rise of peak resident memory (MB).
-REQUEST = r"""
+# The requests of one export in a fresh process, built there from specs
+# read from stdin, in order: [{inputs: {input: [[hex bytes, repeat,
+# copies], ...]}, cols: {input: cols}}, ...] (each entry `copies` texts of
+# the bytes `repeat` times; "cols" shapes an input [rows, cols]). For each
+# it prints one line: whether it was refused (and the line) or answered,
+# its seconds and the rise of peak resident memory (MB) over the memory
+# held before it (`clear_refs` resets the peak).
+REQUESTS = r"""
 import json, sys, time
 from pathlib import Path
 import numpy as np
@@ -55,30 +59,36 @@ def peak():
                   Path("/proc/self/status").read_text().splitlines())
     return int(fields["VmHWM"].split()[0]) / 1024
 
+def request_of(spec):
+    request = {}
+    for name, entries in spec["inputs"].items():
+        texts = [bytes.fromhex(h) * repeat for h, repeat, copies in entries
+                 for _ in range(copies)]
+        array = np.array(texts, dtype=object)
+        if name in spec.get("cols", {}):
+            array = array.reshape(-1, spec["cols"][name])
+        request[name] = tf.constant(array)
+    return request
+
 serve = load_exported(sys.argv[1]).signatures["serving_default"]
-spec = json.load(sys.stdin)
-request = {}
-for name, entries in spec["inputs"].items():
-    texts = [bytes.fromhex(h) * repeat for h, repeat, copies in entries
-             for _ in range(copies)]
-    array = np.array(texts, dtype=object)
-    if name in spec.get("cols", {}):
-        array = array.reshape(-1, spec["cols"][name])
-    request[name] = tf.constant(array)
+specs = json.load(sys.stdin)
 # A server is warm when requests come: one small request first, so the
 # time below is the request's own, not the signature's first call.
-serve(**{name: tf.constant([[b"a"]] if name in spec.get("cols", {}) else
-                           [b"a"]) for name in request})
-Path("/proc/self/clear_refs").write_text("5")
-before, start = peak(), time.perf_counter()
-try:
-    serve(**request)
-    outcome = "answered"
-except tf.errors.InvalidArgumentError as error:
-    outcome = "refused: " + refusal_line(error.message)
-print(json.dumps({"outcome": outcome,
-                  "seconds": time.perf_counter() - start,
-                  "rise_mb": peak() - before}))
+serve(**{name: tf.constant([[b"a"]] if name in specs[0].get("cols", {})
+                           else [b"a"]) for name in specs[0]["inputs"]})
+for spec in specs:
+    request = request_of(spec)
+    Path("/proc/self/clear_refs").write_text("5")
+    before, start = peak(), time.perf_counter()
+    try:
+        serve(**request)
+        outcome = "answered"
+    except tf.errors.InvalidArgumentError as error:
+        outcome = "refused: " + refusal_line(error.message)
+    print(json.dumps({"outcome": outcome,
+                      "seconds": time.perf_counter() - start,
+                      "rise_mb": peak() - before}), flush=True)
+    del request
 """
 
 
@@ -142,24 +152,36 @@ def exports(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def outcomes(exports):
-    """Every case, each in its own process, two at a time."""
-    results, names = {}, list(CASES)
-    for start in range(0, len(names), 2):
+    """Every case: one process per export (two at a time), its refusals
+    before its answered requests."""
+    by_export = {}
+    for case, (export, *_) in CASES.items():
+        by_export.setdefault(export, []).append(case)
+    for cases in by_export.values():
+        cases.sort(key=lambda case: CASES[case][3] == "answered")
+    results, exports_left = {}, list(by_export)
+    while exports_left:
         children = {}
-        for case in names[start:start + 2]:
-            export, inputs, cols, _ = CASES[case]
+        for export in exports_left[:2]:
+            cases = by_export[export]
             child = subprocess.Popen(
-                [sys.executable, "-c", REQUEST, str(exports[export])],
+                [sys.executable, "-c", REQUESTS, str(exports[export])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True,
                 env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-            child.stdin.write(json.dumps({"inputs": inputs, "cols": cols}))
+            child.stdin.write(json.dumps(
+                [{"inputs": CASES[case][1], "cols": CASES[case][2]}
+                 for case in cases]))
             child.stdin.close()
-            children[case] = child
-        for case, child in children.items():
+            children[export] = child
+        for export, child in children.items():
             out = child.stdout.read()
             assert child.wait(timeout=300) == 0, child.stderr.read()[-2000:]
-            results[case] = json.loads(out.strip().splitlines()[-1])
+            lines = [json.loads(line) for line in out.strip().splitlines()
+                     if line.startswith("{")]
+            assert len(lines) == len(by_export[export]), out[-2000:]
+            results.update(zip(by_export[export], lines))
+        exports_left = exports_left[2:]
     return results
 
 
