@@ -150,7 +150,7 @@ def openvino_request(path, precision):
     return lambda x: compiled({"x": x})[0]
 
 
-def requests(weights, precisions, directory):
+def matmul_requests(weights, precisions, directory):
     """{column name: a request's matmuls} for each precision asked."""
     path = onnx_graph(weights, directory)
     runs = {}
@@ -199,7 +199,7 @@ def main():
     hidden, layers = MODEL_SHAPES[args.shape]
     weights = random_weights(hidden, layers)
     with tempfile.TemporaryDirectory() as directory:
-        runs = requests(weights, args.precisions, directory)
+        runs = matmul_requests(weights, args.precisions, directory)
         rng = np.random.default_rng(1)
         print(f"{args.shape}'s {4 * layers} matmuls of one request, p50 ms "
               f"({args.calls} calls, {THREADS} threads)")
