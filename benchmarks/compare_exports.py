@@ -11,12 +11,20 @@ sentences in rounds, each export taking its turn in every round, with the
 nodes one request executes. This host moved identical exports by up to
 16% in five rounds: ten rounds or more, and compare within one run.
 
+The exports are timed twice, each time in a fresh process: loaded and
+called in the checkouts' order, then in the reverse order, and the table
+gives both and their mean. In one order alone, the exports loaded and
+called later ran faster at batch 32 (MiniLM bf16: the same tree 616
+sentences/s first, 778 second), which reads as a change that is not
+there.
+
     git worktree add ../before <commit>
     .venv/bin/python benchmarks/compare_exports.py ../before . \\
         [--precisions fp32 bf16 int8] [--preset bert_base] [--rounds 10]
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -58,45 +66,77 @@ def _single(request):
     return lambda text: request(np.array([text], dtype=object))
 
 
+def time_exports(named, rounds):
+    """{name: (b1 p50 ms, b32 sentences/s, nodes)} of the exports in
+    `named` ([(name, path)]), loaded in that order into this process and
+    timed in interleaved rounds."""
+    from bert_tf.samples.readers import read_rt_snippets
+    from serving_profile import load_session
+
+    texts, _ = read_rt_snippets()
+    batches = [np.array(texts[i * 32:(i + 1) * 32], dtype=object)
+               for i in range(3 * rounds)]
+    sessions = {name: (load_session(path),
+                       executed_nodes(path, {"text": [texts[0]]}))
+                for name, path in named}
+    calls = {name: _request(*session)
+             for name, (session, _) in sessions.items()}
+    latencies = interleaved_latencies(
+        {name: _single(call) for name, call in calls.items()},
+        texts, 20 * rounds, rounds)
+    rates = interleaved_rates(calls, batches, rounds)
+    return {name: (float(np.median(latencies[name])), float(rates[name]),
+                   sessions[name][1]) for name in sessions}
+
+
+def _timed_in_a_process(named, rounds):
+    """`time_exports` in a fresh process (this script, `--time`)."""
+    process = subprocess.run(
+        [sys.executable, __file__, "--time", json.dumps(named),
+         "--rounds", str(rounds)], check=True, capture_output=True,
+        text=True)
+    return json.loads(process.stdout.strip().splitlines()[-1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("checkouts", nargs=2, type=Path)
+    parser.add_argument("checkouts", nargs="*", type=Path)
     parser.add_argument("--precisions", nargs="+",
                         default=["fp32", "bf16", "int8"])
     parser.add_argument("--preset", default="bert_base")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--time", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.time:
+        print(json.dumps(time_exports(json.loads(args.time), args.rounds)))
+        return
+    if len(args.checkouts) != 2:
+        parser.error("give two checkouts: before and after")
 
     import tensorflow as tf
 
-    from bert_tf.samples.readers import read_rt_snippets
-    from serving_profile import THREADS, load_session
+    from serving_profile import THREADS
 
-    texts, _ = read_rt_snippets()
-    batches = [np.array(texts[i * 32:(i + 1) * 32], dtype=object)
-               for i in range(3 * args.rounds)]
     with tempfile.TemporaryDirectory() as tmp:
-        sessions = {}
+        named = []
         for index, checkout in enumerate(args.checkouts):
             for precision in args.precisions:
-                name = f"{index}: {checkout.resolve().name} {precision}"
-                out = build(checkout, Path(tmp) / str(index) / precision /
-                            "export" / "1", args.preset, precision)
-                sessions[name] = (load_session(out), executed_nodes(
-                    out, {"text": [texts[0]]}))
-        calls = {name: _request(*session)
-                 for name, (session, _) in sessions.items()}
-        latencies = interleaved_latencies(
-            {name: _single(call) for name, call in calls.items()},
-            texts, 20 * args.rounds, args.rounds)
-        rates = interleaved_rates(calls, batches, args.rounds)
+                named.append((
+                    f"{index}: {checkout.resolve().name} {precision}",
+                    str(build(checkout, Path(tmp) / str(index) / precision /
+                              "export" / "1", args.preset, precision))))
+        forward = _timed_in_a_process(named, args.rounds)
+        backward = _timed_in_a_process(named[::-1], args.rounds)
     print(f"{args.preset} classifier; TF {tf.__version__}, {THREADS} "
-          f"threads, {os.cpu_count()} cores; {args.rounds} rounds; "
-          f"{time.strftime('%Y-%m-%d')}")
-    print(f"{'export':<32} {'b1 p50 ms':>10} {'b32 sent/s':>11} {'nodes':>6}")
-    for name, ms in latencies.items():
-        print(f"{name:<32} {np.median(ms):10.2f} {rates[name]:11.1f} "
-              f"{sessions[name][1]:>6}")
+          f"threads, {os.cpu_count()} cores; {args.rounds} rounds in each "
+          f"load order; {time.strftime('%Y-%m-%d')}")
+    print(f"{'export':<28} {'b1 p50 ms (in order / reversed / mean)':>40} "
+          f"{'b32 sent/s (in order / reversed / mean)':>41} {'nodes':>6}")
+    for name, _ in named:
+        (b1, b32, nodes), (b1_r, b32_r, _) = forward[name], backward[name]
+        print(f"{name:<28} {b1:16.2f} / {b1_r:7.2f} / {(b1 + b1_r) / 2:7.2f}"
+              f" {b32:17.1f} / {b32_r:7.1f} / {(b32 + b32_r) / 2:7.1f}"
+              f" {nodes:>6}")
 
 
 if __name__ == "__main__":
