@@ -159,10 +159,10 @@ def outcomes(exports):
         by_export.setdefault(export, []).append(case)
     for cases in by_export.values():
         cases.sort(key=lambda case: CASES[case][3] == "answered")
-    results, exports_left = {}, list(by_export)
-    while exports_left:
+    results, names = {}, list(by_export)
+    for start in range(0, len(names), 2):
         children = {}
-        for export in exports_left[:2]:
+        for export in names[start:start + 2]:
             cases = by_export[export]
             child = subprocess.Popen(
                 [sys.executable, "-c", REQUESTS, str(exports[export])],
@@ -181,7 +181,6 @@ def outcomes(exports):
                      if line.startswith("{")]
             assert len(lines) == len(by_export[export]), out[-2000:]
             results.update(zip(by_export[export], lines))
-        exports_left = exports_left[2:]
     return results
 
 
