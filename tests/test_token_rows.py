@@ -7,7 +7,9 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bert_tf.layers.token_rows import PackedRows, TokenRows, most_pairs
+from bert_tf.layers.token_rows import (PackedRows, TokenRows, most_pairs,
+                                       rounded_rows)
+from bert_tf.models.chunked import row_class
 from bert_tf.layers.transformer import MultiHeadSelfAttention
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
@@ -59,9 +61,11 @@ def test_packed_attention_equals_the_padded_one(masks, causal):
 
     packed = PackedRows(token_rows)
     # A masked token's output means nothing (as any encoder's).
-    real = mask.reshape(-1)[token_rows.kept.numpy()] != 0
-    np.testing.assert_allclose(attend(packed).numpy()[real],
-                               attend(token_rows).numpy()[real], atol=1e-5)
+    kept = token_rows.kept.numpy()
+    real = mask.reshape(-1)[kept] != 0
+    np.testing.assert_allclose(attend(packed).numpy()[:len(kept)][real],
+                               attend(token_rows).numpy()[:len(kept)][real],
+                               atol=1e-5)
     kept = TokenRows.kept_tokens(mask).numpy().sum(axis=1)
     rows, _, queries, keys = packed.attention_bias().shape
     # One text is not packed: its bias is the padded layout's.
@@ -77,3 +81,36 @@ def test_a_batch_of_sentences_packs_into_fewer_rows():
     mask = np.arange(55)[None, :] < lengths[:, None]
     packed = PackedRows(TokenRows(mask.astype("int32")))
     assert packed.attention_bias().shape == (20, 1, 55, 55)
+
+
+@SETTINGS
+@given(st.integers(1, 1 << 20))
+def test_rounded_rows_waste_little_and_keep_their_fp32_class(count):
+    rows = int(rounded_rows(count))
+    assert count <= rows <= count * 1.0625
+    assert rows == count if count < 64 else rows % 4 == 0
+    assert int(row_class(tf.constant(rows))) == int(
+        row_class(tf.constant(count)))
+
+
+def test_rows_in_a_class_of_their_own_come_back_as_they_were():
+    """135 kept tokens run as 136 rows (a copy of the first appended);
+    padded and first rows read the real ones only."""
+    mask = (np.arange(20)[None, :] < [[20], [20], [20], [20], [20], [20],
+                                      [15]]).astype("int32")
+    token_rows = TokenRows(mask)
+    x = tf.reshape(tf.range(140.0), (140, 1))
+    compact = token_rows.compact(x)
+    assert compact.shape == (136, 1)
+    assert compact[-1, 0] == 0.0
+    padded = token_rows.padded(compact)[:, 0].numpy()
+    np.testing.assert_array_equal(padded[:135], np.arange(135.0))
+    assert set(padded[135:]) == {134.0}
+    np.testing.assert_array_equal(token_rows.first(compact)[:, 0],
+                                  np.arange(0.0, 140.0, 20.0))
+    packed = PackedRows(token_rows)
+    assert packed.from_attention(packed.to_attention(compact)).shape == (
+        136, 1)
+    np.testing.assert_array_equal(
+        packed.from_attention(packed.to_attention(compact))[:135, 0],
+        np.arange(135.0))
