@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from bert_tf.layers.token_rows import (PackedRows, TokenRows, most_pairs,
                                        rounded_rows)
-from bert_tf.models.chunked import row_class
 from bert_tf.layers.transformer import MultiHeadSelfAttention
+from bert_tf.models.chunked import row_class
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
 # A batch's masks: each row's kept positions, padding at the end, holes
@@ -93,7 +93,7 @@ def test_rounded_rows_waste_little_and_keep_their_fp32_class(count):
         row_class(tf.constant(count)))
 
 
-def test_rows_in_a_class_of_their_own_come_back_as_they_were():
+def test_rounded_rows_come_back_as_they_were():
     """135 kept tokens run as 136 rows (a copy of the first appended);
     padded and first rows read the real ones only."""
     mask = (np.arange(20)[None, :] < [[20], [20], [20], [20], [20], [20],
@@ -109,8 +109,6 @@ def test_rows_in_a_class_of_their_own_come_back_as_they_were():
     np.testing.assert_array_equal(token_rows.first(compact)[:, 0],
                                   np.arange(0.0, 140.0, 20.0))
     packed = PackedRows(token_rows)
-    assert packed.from_attention(packed.to_attention(compact)).shape == (
-        136, 1)
-    np.testing.assert_array_equal(
-        packed.from_attention(packed.to_attention(compact))[:135, 0],
-        np.arange(135.0))
+    attended = packed.from_attention(packed.to_attention(compact))
+    assert attended.shape == (136, 1)
+    np.testing.assert_array_equal(attended[:135, 0], np.arange(135.0))

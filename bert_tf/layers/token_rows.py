@@ -101,7 +101,7 @@ class TokenRows:
         return tf.gather(rows, self.row_source)
 
     def padded(self, rows):
-        """[batch * seq, W] rows from the kept rows `rows` [kept, W]."""
+        """[batch * seq, W] rows from the kept rows `rows` (`compact`'s)."""
         return tf.gather(rows, self.position)
 
     def first(self, rows):
