@@ -7,6 +7,7 @@ import tensorflow as tf
 # truncated_normal is re-exported: it lived here first.
 from bert_tf.layers.base import (ConfigLayer, norm_policy,  # noqa: F401
                                  truncated_normal)
+from bert_tf.layers.dropout import Dropout
 from bert_tf.layers.norm import LayerNorm
 
 
@@ -67,7 +68,7 @@ class BertEmbeddings(ConfigLayer):
         self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
             name="layer_norm")
-        self.dropout = keras.layers.Dropout(
+        self.dropout = Dropout(
             dropout, dtype=norm_policy(self.dtype_policy))
 
     def build(self, word_ids_shape, type_ids_shape=None):

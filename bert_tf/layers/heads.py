@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
+from bert_tf.layers.dropout import Dropout
 from bert_tf.layers.norm import LayerNorm
 from bert_tf.layers.transformer import activation
 
@@ -133,7 +134,7 @@ class ClassificationHead(ConfigLayer):
         self.hidden = None
         if hidden_activation:
             self.hidden_function = activation(hidden_activation)
-        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout = Dropout(dropout, dtype=self.dtype_policy)
         self.dense = keras.layers.Dense(
             num_classes, kernel_initializer=truncated_normal(
                 initializer_range), dtype=self.dtype_policy, name="dense")

@@ -19,6 +19,7 @@ from keras import ops
 import tensorflow as tf
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
+from bert_tf.layers.dropout import Dropout
 from bert_tf.layers.norm import LayerNorm
 # Moved to token_rows.py; still importable from here.
 from bert_tf.layers.token_rows import (  # noqa: F401
@@ -117,7 +118,7 @@ class MultiHeadSelfAttention(ConfigLayer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
             name="output_dense")
-        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout = Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, x_shape, input_mask_shape=None):
         self.qkv.build((None, None, self.hidden_size))
@@ -276,7 +277,7 @@ class TransformerBlock(ConfigLayer):
         self.attention = MultiHeadSelfAttention(
             hidden_size, num_heads, attention_dropout, initializer_range,
             causal, dtype=policy, name="attention")
-        self.attention_output_dropout = keras.layers.Dropout(
+        self.attention_output_dropout = Dropout(
             hidden_dropout, dtype=policy)
         self.attention_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(policy),
@@ -289,7 +290,7 @@ class TransformerBlock(ConfigLayer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=policy,
             name="output_dense")
-        self.output_dropout = keras.layers.Dropout(hidden_dropout,
+        self.output_dropout = Dropout(hidden_dropout,
                                                    dtype=policy)
         self.output_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(policy),
