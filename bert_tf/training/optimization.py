@@ -64,9 +64,11 @@ class FusedAdamW(keras.optimizers.AdamW):
     The same arithmetic as `keras.optimizers.AdamW` (within float
     rounding), but the moments of all variables live in one flat vector per
     weight-decay group and one step updates each group in a single
-    elementwise pass. Under XLA that is a handful of kernels instead of
-    several per variable: BERT-Base's first (compile) step drops from 20 s
-    to 15 s on 2 CPU cores at unchanged step time. Works under
+    elementwise pass, compiled by XLA also where the step is not: a
+    handful of kernels instead of several per variable. BERT-Base's first
+    (compile) step under XLA dropped from 20 s to 15 s on 2 CPU cores; in a
+    step without XLA the compiled update made BERT-Base bf16 pre-training
+    8-10% faster on 2 EPYC cores (the first step 5.7-6.0 -> 4.9 s). Works under
     every tf.distribute strategy, with gradient accumulation, clipping and
     loss scaling like its parent; `amsgrad` is not supported.
 
@@ -166,12 +168,24 @@ class FusedAdamW(keras.optimizers.AdamW):
             self._update_run(decay, run, alpha, decay_rate)
 
     def _update_run(self, decay, run, alpha, decay_rate):
-        m, v = (x.value for x in self._flat_moments[decay])
         start, stop = run[0][0], run[-1][0] + run[-1][1]
+        grads = [tf.reshape(tf.cast(tf.convert_to_tensor(g), tf.float32),
+                            [-1]) for _, _, g, _ in run]
+        self._adam_pass(tuple(x.value for x in self._flat_moments[decay]),
+                        grads,
+                        [variable for _, _, _, variable in run], alpha,
+                        decay_rate, start, stop, decay)
+
+    @tf.function(jit_compile=True, autograph=False)
+    def _adam_pass(self, moments, grads, variables, alpha, decay_rate,
+                   start, stop, decay):
+        # One XLA cluster, also inside a step that is not compiled: its
+        # elementwise passes over the flat vectors fuse into a few loops.
+        # Without it they ran as about 18 Eigen passes: 32 against 13.5 ms
+        # for 11M parameters (L4/H256) on 2 EPYC cores.
+        m, v = moments
         whole = start == 0 and stop == m.shape[0]
-        grad = tf.concat([tf.reshape(tf.cast(tf.convert_to_tensor(g),
-                                             tf.float32), [-1])
-                          for _, _, g, _ in run], 0)
+        grad = tf.concat(grads, 0)
         m_old = m if whole else m[start:stop]
         v_old = v if whole else v[start:stop]
         m_new = m_old + (grad - m_old) * (1.0 - self.beta_1)
@@ -183,8 +197,8 @@ class FusedAdamW(keras.optimizers.AdamW):
             m[start:stop].assign(m_new)
             v[start:stop].assign(v_new)
         update = m_new * alpha / (tf.sqrt(v_new) + self.epsilon)
-        pieces = tf.split(update, [size for _, size, _, _ in run])
-        for (_, _, _, variable), piece in zip(run, pieces):
+        pieces = tf.split(update, [int(np.prod(x.shape)) for x in variables])
+        for variable, piece in zip(variables, pieces):
             piece = tf.reshape(piece, variable.shape)
             if decay:
                 # Keras's AdamW decays the variable before the Adam step:
