@@ -45,6 +45,14 @@ def test_losses_match_a_hand_computation(tiny_config):
     nsp = xent(out["nsp_logits"].numpy(),
                batch["next_sentence_labels"]).mean()
     assert loss == pytest.approx(mlm + nsp, rel=1e-5)
+    # The accuracies: weighted matches of the argmax (the padding slot
+    # does not count).
+    hits = out["mlm_logits"].numpy().argmax(-1) == batch["masked_lm_ids"]
+    assert float(model.mlm_accuracy.result()) == pytest.approx(
+        (hits * w).sum() / w.sum(), rel=1e-6)
+    assert float(model.nsp_accuracy.result()) == pytest.approx(np.mean(
+        out["nsp_logits"].numpy().argmax(-1) ==
+        batch["next_sentence_labels"].reshape(-1)), rel=1e-6)
 
 
 @pytest.mark.slow

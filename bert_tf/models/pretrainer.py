@@ -83,8 +83,8 @@ class BertPretrainer(keras.Model):
 
         # === Metrics ===
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(
-            name="mlm_accuracy")
+        # A mean of matches, computed in `compute_loss` (see there).
+        self.mlm_accuracy = keras.metrics.Mean(name="mlm_accuracy")
         if nsp:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(
@@ -123,9 +123,14 @@ class BertPretrainer(keras.Model):
                                    weights, global_sum(ops.sum(weights)))
         mlm_loss = mlm_share * replicas  # this replica's view of the mean
         self.mlm_loss_tracker.update_state(mlm_loss)
-        self.mlm_accuracy.update_state(x["masked_lm_ids"],
-                                       y_pred["mlm_logits"],
-                                       sample_weight=weights)
+        # tf.argmax, not Keras's: that one first rewrites negative zeros,
+        # four more passes over the [batch, P, vocab] logits (9% of an
+        # L4/H256 bf16 step on 2 EPYC cores).
+        predicted = tf.argmax(y_pred["mlm_logits"], -1, output_type=tf.int32)
+        self.mlm_accuracy.update_state(
+            ops.cast(ops.equal(predicted, ops.cast(x["masked_lm_ids"],
+                                                   "int32")), "float32"),
+            sample_weight=weights)
         loss = mlm_loss
         if self.nsp:
             labels = ops.reshape(x["next_sentence_labels"], (-1,))
