@@ -68,8 +68,7 @@ class BertEmbeddings(ConfigLayer):
         self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(self.dtype_policy),
             name="layer_norm")
-        self.dropout = Dropout(
-            dropout, dtype=norm_policy(self.dtype_policy))
+        self.dropout = Dropout(dropout, dtype=norm_policy(self.dtype_policy))
 
     def build(self, word_ids_shape, type_ids_shape=None):
         self.word_embeddings.build(None)

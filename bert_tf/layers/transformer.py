@@ -277,8 +277,7 @@ class TransformerBlock(ConfigLayer):
         self.attention = MultiHeadSelfAttention(
             hidden_size, num_heads, attention_dropout, initializer_range,
             causal, dtype=policy, name="attention")
-        self.attention_output_dropout = Dropout(
-            hidden_dropout, dtype=policy)
+        self.attention_output_dropout = Dropout(hidden_dropout, dtype=policy)
         self.attention_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(policy),
             name="attention_norm")
@@ -290,8 +289,7 @@ class TransformerBlock(ConfigLayer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=policy,
             name="output_dense")
-        self.output_dropout = Dropout(hidden_dropout,
-                                                   dtype=policy)
+        self.output_dropout = Dropout(hidden_dropout, dtype=policy)
         self.output_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype=norm_policy(policy),
             name="output_norm")

@@ -68,9 +68,9 @@ class FusedAdamW(keras.optimizers.AdamW):
     handful of kernels instead of several per variable. BERT-Base's first
     (compile) step under XLA dropped from 20 s to 15 s on 2 CPU cores; in a
     step without XLA the compiled update made BERT-Base bf16 pre-training
-    8-10% faster on 2 EPYC cores (the first step 5.7-6.0 -> 4.9 s). Works under
-    every tf.distribute strategy, with gradient accumulation, clipping and
-    loss scaling like its parent; `amsgrad` is not supported.
+    8-10% faster on 2 EPYC cores (the first step 5.7-6.0 -> 4.9 s). Works
+    under every tf.distribute strategy, with gradient accumulation, clipping
+    and loss scaling like its parent; `amsgrad` is not supported.
 
     Examples:
         >>> import numpy as np
