@@ -57,6 +57,7 @@ bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python benchmarks/serving.py
 	$(BENCH_VENV)/bin/python benchmarks/serving_profile.py
 	$(BENCH_VENV)/bin/python benchmarks/int8_kernels.py
+	$(BENCH_VENV)/bin/python benchmarks/elementwise_threads.py
 
 # Regenerates the committed reference fixtures with PyTorch + transformers.
 parity-fixtures: $(STAMP)

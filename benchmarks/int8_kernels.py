@@ -13,11 +13,15 @@ through the layers: the matmul work of one request of M token rows,
 without attention, norms or anything else. Random weights (std
 1 / sqrt(in), so values keep their scale); our int8 inputs use a fixed
 range, as calibrated exports do, which is cheaper than ONNX Runtime's
-per-call range. All on 2 threads; TF's fp32 and bf16 with
+per-call range. All on 2 threads (`--threads`); TF's fp32 and bf16 with
 `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`, as served.
 
     .venv-bench/bin/python benchmarks/int8_kernels.py [--rows 12 24 48]
         [--calls 200] [--shape bert_base|minilm] [--precisions int8 fp32 bf16]
+        [--threads 2]
+
+`--threads 1` runs every kernel on one thread (TF's as with TF Serving's
+`--tensorflow_intra_op_parallelism=1`; the peers' too).
 
 Prints the p50 per request of each. Needs `onnx`, `onnxruntime` and
 `openvino` (the bench environment, `make bench`); bf16 only on a CPU with
@@ -39,9 +43,6 @@ import tensorflow as tf  # noqa: E402
 
 from bert_tf import precision  # noqa: E402
 from bert_tf.layers import int8  # noqa: E402
-
-tf.config.threading.set_intra_op_parallelism_threads(THREADS)
-tf.config.threading.set_inter_op_parallelism_threads(THREADS)
 
 # (hidden width, layers) of each shape.
 MODEL_SHAPES = {"bert_base": (768, 12), "minilm": (384, 6)}
@@ -179,6 +180,7 @@ def p50_ms(run, x, calls):
 
 
 def main():
+    global THREADS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[12, 24, 48],
                         help="token rows per request (a batch-1 RT "
@@ -188,7 +190,12 @@ def main():
                         default="bert_base")
     parser.add_argument("--precisions", nargs="+", default=["int8", "fp32"],
                         choices=["int8", "fp32", "bf16"])
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help="threads within each kernel (default 2)")
     args = parser.parse_args()
+    THREADS = args.threads
+    tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+    tf.config.threading.set_inter_op_parallelism_threads(2)
     if "int8" in args.precisions and not int8.available():
         raise SystemExit("this TensorFlow has no _QuantizedMatMul (oneDNN "
                          "builds only)")
