@@ -12,6 +12,10 @@ matmuls' traced time (the request against its own matmuls, in one run).
 
     .venv/bin/python benchmarks/serving_profile.py [--precision fp32]
         [--calls 30] [--top 15] [--export DIR] [--weights-may-change]
+        [--intra-op-threads 2]
+
+`--intra-op-threads 1` serves as TF Serving does with
+`--tensorflow_intra_op_parallelism=1` (each op on one thread).
 
 The export is written first and profiled in a second process, which serves
 fp32 and bf16 exports with `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1`, as `bert-tf
@@ -78,14 +82,14 @@ def build_export(out, preset="bert_base", precision="fp32"):
     return Path(out)
 
 
-def load_session(export_dir):
+def load_session(export_dir, intra_op_threads=THREADS):
     """(session, input tensor, output tensors) of `serving_default`, loaded
     as TF Serving loads a SavedModel."""
     import tensorflow_text  # noqa: F401 (registers the tf-text ops)
 
     graph = tf.Graph()
     config = tf.compat.v1.ConfigProto(
-        intra_op_parallelism_threads=THREADS,
+        intra_op_parallelism_threads=intra_op_threads,
         inter_op_parallelism_threads=THREADS)
     session = tf.compat.v1.Session(graph=graph, config=config)
     with graph.as_default():
@@ -133,8 +137,12 @@ def profile(session, text_input, outputs, batches):
 
 
 def wall_p50(session, text_input, outputs, batches):
-    """Median wall-clock ms of untraced runs."""
-    session.run(outputs, {text_input: batches[0]})
+    """Median wall-clock ms of untraced runs, each batch run once before:
+    a server has met its row counts, and a request of a new one builds
+    oneDNN primitives (BERT-Base int8 at batch 1 on 2 EPYC cores: about
+    1.3 ms more in the first block, 0.7 in the last)."""
+    for batch in batches:
+        session.run(outputs, {text_input: batch})
     seconds = []
     for batch in batches:
         start = time.perf_counter()
@@ -155,7 +163,9 @@ def report(title, times, fusions, wall_ms, top):
     if matmuls[1]:
         print(f"  int8: the request (wall p50) is "
               f"{wall_ms * 1e3 / matmuls[0]:.2f}x its {matmuls[1]:.0f} int8 "
-              f"matmuls' traced time ({matmuls[0] / 1e3:.1f} ms)")
+              f"matmuls' traced time ({matmuls[0] / 1e3:.1f} ms; tracing "
+              "slows them, most with 2 threads within an op: "
+              "int8_kernels.py times them untraced)")
     print("  fused kernels: " + ("; ".join(
         f"{op} [{', '.join(sorted(f))}]" for op, f in sorted(
             fusions.items())) or "none"))
@@ -172,6 +182,8 @@ def main():
                                          "building one")
     parser.add_argument("--weights-may-change", action="store_true",
                         help=f"profile without {FROZEN_WEIGHTS}=1")
+    parser.add_argument("--intra-op-threads", type=int, default=THREADS,
+                        help="threads within an op when serving")
     args = parser.parse_args()
 
     from bert_tf.samples.readers import read_rt_snippets
@@ -191,9 +203,13 @@ def main():
         return
     texts, _ = read_rt_snippets()
     export_dir = Path(args.export)
-    session, text_input, outputs = load_session(export_dir)
+    tf.config.threading.set_intra_op_parallelism_threads(
+        args.intra_op_threads)
+    session, text_input, outputs = load_session(export_dir,
+                                                args.intra_op_threads)
     print(f"{export_dir}: {args.preset}, {args.precision}; TF "
-          f"{tf.__version__}, {THREADS} threads, {os.cpu_count()} cores; "
+          f"{tf.__version__}, {args.intra_op_threads} threads within an op"
+          f", {THREADS} between, {os.cpu_count()} cores; "
           f"oneDNN {os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'default')}, "
           f"{FROZEN_WEIGHTS}={os.environ.get(FROZEN_WEIGHTS, 'unset')}")
     for size, calls in ((1, args.calls), (32, max(3, args.calls // 6))):
