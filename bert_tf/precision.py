@@ -172,6 +172,10 @@ class Precision:
             their reordered weights.
         cpu_flags: the CPU flags that make it native; none: native
             everywhere.
+        matmul_parts: the column slices each served block matmul runs
+            in, side by side on the inter-op threads
+            (`bert_tf.models.served.split_kernels`): 2 in bf16, whose
+            oneDNN kernel barely uses a second core at a text's rows.
     """
 
     name: str
@@ -179,6 +183,7 @@ class Precision:
     quantized: bool = False
     row_classes: bool = False
     cpu_flags: tuple = ()
+    matmul_parts: int = 1
 
     def __str__(self):
         return self.name
@@ -243,7 +248,7 @@ class Precision:
 
 
 FP32 = Precision("fp32", "float32", row_classes=True)
-BF16 = Precision("bf16", "bfloat16", cpu_flags=BF16_FLAGS)
+BF16 = Precision("bf16", "bfloat16", cpu_flags=BF16_FLAGS, matmul_parts=2)
 INT8 = Precision("int8", "float32", quantized=True, cpu_flags=INT8_FLAGS)
 BY_NAME = {p.name: p for p in (FP32, BF16, INT8)}
 PRECISIONS = (*BY_NAME, "auto")

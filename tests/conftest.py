@@ -1,6 +1,7 @@
 """Shared fixtures: tiny configs, real weights from the sample cache."""
 
 import os
+import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -254,8 +255,10 @@ def assert_bf16_keeps_norms_and_tables_float32(dtypes):
         assert any(part in name for name in kept), (part, kept)
     wrong = [name for name in kept if dtypes[name] != tf.float32]
     assert not wrong, f"must stay float32, but are not: {wrong}"
-    kernels = [name for name in dtypes if name.endswith("kernel:0") and
-               "transformer_layer" in name]
+    # A bf16 export holds each block kernel as its column slices
+    # (`bert_tf.models.served.split_kernels`).
+    kernels = [name for name in dtypes if re.search(
+        r"kernel(_part\d+)?:0$", name) and "transformer_layer" in name]
     assert kernels and all(dtypes[k] == tf.bfloat16 for k in kernels), {
         k: dtypes[k] for k in kernels}
 

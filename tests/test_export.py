@@ -367,6 +367,35 @@ def test_bf16_export_agrees_with_fp32(exported, tmp_path):
     assert labels == [v.decode() for v in want["label"]]
 
 
+def test_bf16_export_holds_split_kernels_once_and_teaches(exported,
+                                                         tmp_path):
+    """A bf16 export holds each block kernel as its two column slices (the
+    served graph runs them side by side), not beside the whole kernel;
+    a teacher read from the export gets the kernels back whole."""
+    from bert_tf.distill.teacher import teacher_of
+
+    _, _, _, run_dir = exported
+    out = tmp_path / "bf16" / "1"
+    export_lib.export_model(run_dir, out, log=lambda *a: None,
+                            precision="bf16")
+    names = [v.name for v in export_lib.load_exported(out).model_variables]
+    halves = [n for n in names if "_part" in n]
+    assert halves and len(halves) % 2 == 0
+    assert all(n.replace("_part0", "_part1") in names
+               and n.replace("_part0", "") not in names
+               for n in halves if "_part0" in n)
+    model, _, _ = load_classifier(run_dir)
+    _, teacher, _, _ = teacher_of(out)
+    want = {v.path: v.numpy() for v in model.variables}
+    kernels = [v for v in teacher.variables if v.path.endswith("kernel")
+               and "transformer_layer" in v.path]
+    assert kernels
+    for v in kernels:  # the run's float32 kernels, rounded to bf16
+        np.testing.assert_allclose(
+            np.asarray(v.numpy(), "float32"), want[v.path], rtol=1e-2,
+            atol=1e-2)
+
+
 def onednn_int8_matmuls(stdout):
     """The oneDNN verbose lines of int8 matmuls (u8 activations, s8
     weights) in a process's stdout."""

@@ -127,14 +127,14 @@ class MultiHeadSelfAttention(ConfigLayer):
 
     def _attend(self, x, input_mask, attention_bias=None,
                 transpose=ops.transpose, token_rows=None, first_query=False,
-                float32_softmax=True):
+                float32_softmax=True, qkv=None):
         """(attention probabilities [batch, heads, queries, seq], float32
         if `float32_softmax` else in the logits' dtype; values [batch,
         heads, seq, head_size]) of `x`: every position's query, or each
         sequence's first only if `first_query`."""
         if attention_bias is None:
             attention_bias = attention_logit_bias(input_mask, self.causal)
-        qkv = self.qkv(ops.reshape(x, (-1, self.hidden_size)))
+        qkv = (qkv or self.qkv)(ops.reshape(x, (-1, self.hidden_size)))
         if token_rows is not None:
             qkv = token_rows.to_attention(qkv)
         # [batch, seq, 3, heads, head_size]: the batch and length are the
@@ -189,7 +189,7 @@ class MultiHeadSelfAttention(ConfigLayer):
 
     def context(self, x, input_mask=None, training=None, attention_bias=None,
                 rows_shape=None, transpose=None, token_rows=None,
-                first_query=False, float32_softmax=True):
+                first_query=False, float32_softmax=True, qkv=None):
         """The attention's output rows before `output_dense`, [rows, H]:
         `call` without its last matmul (served blocks run that matmul
         themselves, with the residual's add: `bert_tf.models.served`).
@@ -206,10 +206,13 @@ class MultiHeadSelfAttention(ConfigLayer):
         reads `[CLS]` alone). `float32_softmax`: False computes the
         softmax in the logits' dtype (served bf16 graphs: oneDNN's bf16
         softmax accumulates in float32 and rounds its output, which the
-        bf16 matmul after it would round anyway)."""
+        bf16 matmul after it would round anyway). `qkv`: what computes
+        the query/key/value rows in place of the `qkv` layer (served
+        graphs: `bert_tf.models.served.served_dense`)."""
         transpose = transpose or ops.transpose
         probs, value = self._attend(x, input_mask, attention_bias, transpose,
-                                    token_rows, first_query, float32_softmax)
+                                    token_rows, first_query, float32_softmax,
+                                    qkv)
         if training:
             probs = self.dropout(ops.cast(probs, self.compute_dtype),
                                  training=training)

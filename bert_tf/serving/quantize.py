@@ -15,12 +15,13 @@ def served(model, precision):
     in `precision` (a `bert_tf.precision.Precision`) traces it
     (`bert_tf.models.served.ServedModel`). fp32 runs its encoder in one
     graph copy per row class, so that its served matmuls may keep their
-    reordered weights (`bert_tf.serving.runtime`)."""
+    reordered weights (`bert_tf.serving.runtime`); bf16 splits its block
+    matmuls in two (`Precision.matmul_parts`)."""
     from bert_tf.models.chunked import ROW_CLASS_BOUNDS
     from bert_tf.models.served import ServedModel
 
     return ServedModel(model, ROW_CLASS_BOUNDS if precision.row_classes
-                       else ())
+                       else (), precision.matmul_parts)
 
 
 def quantize(model, precision, spec=None, vocab=None, examples=0,

@@ -24,6 +24,30 @@ def graph_constants(export_dir, names):
     return found
 
 
+def joined_kernel_parts(variables):
+    """`variables` with each run of a kernel's column slices (named
+    `<kernel path>_part<i>`: `bert_tf.models.served.split_kernels`)
+    joined back into one tensor, in order."""
+    import re
+
+    import tensorflow as tf
+
+    joined, run, run_name = [], [], None
+    for variable in [*variables, None]:
+        match = variable is not None and re.fullmatch(
+            r"(.*)_part\d+(:\d+)?", variable.name)
+        name = match.group(1) if match else None
+        if run and name != run_name:
+            joined.append(tf.concat(run, axis=-1))
+            run = []
+        if match:
+            run.append(variable)
+            run_name = name
+        elif variable is not None:
+            joined.append(variable)
+    return joined
+
+
 def restore_exported_weights(model, loaded, export_dir):
     """Assigns `model` (built as the export describes) the export's
     weights: each variable from the constant of its path, or else, in
@@ -33,8 +57,9 @@ def restore_exported_weights(model, loaded, export_dir):
 
     # Weights only: dropout's seed states are neither read nor saved.
     weights = [v for v in model.variables if "float" in str(v.dtype)]
-    saved = [v for v in getattr(loaded, "model_variables", [])
-             if v.dtype.is_floating]
+    saved = joined_kernel_parts(
+        [v for v in getattr(loaded, "model_variables", [])
+         if v.dtype.is_floating])
     # An export keeps every weight as a variable, though its graphs read
     # the vectors as constants (`bert_tf.models.served`).
     constants = {} if len(saved) == len(weights) else graph_constants(

@@ -1,6 +1,7 @@
 """What every kind's serving side shares: the base of the `tf.Module` a
 kind exports, and the helpers of its graphs and of `bert-tf predict`."""
 
+import keras
 import tensorflow as tf
 
 from bert_tf.storage import GPath
@@ -11,8 +12,11 @@ def plain_variables(model):
     """The plain tf.Variables under a Keras model's variables: what an
     exported `tf.Module` tracks. A tracked Keras model would add a second
     copy of each variable that TF1-style loaders (TF Serving, the C API)
-    restore while the functions read the first, uninitialized one."""
-    return [v.value for v in model.variables]
+    restore while the functions read the first, uninitialized one. A
+    served model's split kernels are plain already
+    (`bert_tf.models.served.split_kernels`)."""
+    return [v.value if isinstance(v, keras.Variable) else v
+            for v in model.variables]
 
 
 class TFLiteModule(tf.Module):
