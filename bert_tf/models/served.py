@@ -31,9 +31,10 @@ numbers are the same (to float32 rounding); the graph is smaller:
 - in bf16 exports each block matmul runs as two matmuls on its kernel's
   column halves, kept as variables of their own (`split_kernels`), which
   TensorFlow's inter-op threads run side by side: oneDNN's bf16 kernel
-  hardly uses a second core at a text's few rows (BERT-Base, one RT
-  sentence on the 2-core EPYC, one thread within an op: 18.5-19.3 ms ->
-  13.6-16.0; 32 sentences: 154 -> 168 sentences/s; docs/benchmarks.md);
+  hardly uses a second core at a text's few rows (BERT-Base on the
+  2-core EPYC, one RT sentence: 12.2 ms at best before, 9.9 with one
+  thread within an op; 32 sentences: 205.7 -> 206.7 ms on one thread,
+  190.9 on two; docs/benchmarks.md);
 - the pooler runs only for a head that reads it;
 - for a head that reads `[CLS]` alone (`reads_first_token_only`), the
   last block computes the first token's output only: its keys and values
