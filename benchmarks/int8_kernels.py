@@ -18,10 +18,12 @@ per-call range. All on 2 threads (`--threads`); TF's fp32 and bf16 with
 
     .venv-bench/bin/python benchmarks/int8_kernels.py [--rows 12 24 48]
         [--calls 200] [--shape bert_base|minilm] [--precisions int8 fp32 bf16]
-        [--threads 2]
+        [--threads 2] [--column-parts 1]
 
 `--threads 1` runs every kernel on one thread (TF's as with TF Serving's
-`--tensorflow_intra_op_parallelism=1`; the peers' too).
+`--tensorflow_intra_op_parallelism=1`; the peers' too). `--column-parts 2`
+runs each of TF's matmuls as two on its kernel's column halves, side by
+side on the inter-op threads, as exports run them.
 
 Prints the p50 per request of each. Needs `onnx`, `onnxruntime` and
 `openvino` (the bench environment, `make bench`); bf16 only on a CPU with
@@ -69,18 +71,26 @@ def chain(matmuls, x, first_columns):
     return x
 
 
-def tensorflow_request(weights, precision):
+def tensorflow_request(weights, precision, parts=1):
+    """TF's matmuls, each as `parts` matmuls on its kernel's column slices,
+    concatenated (as exports run them: `bert_tf.models.served.SplitMatmuls`)."""
     hidden = weights[0][0].shape[0]
     if precision == "int8":
         layers = []
         for kernel, bias in weights:
             quantized, scale = int8.quantize_kernel(kernel)
-            layers.append(int8.Int8Dense(quantized, scale, bias,
-                                         input_range=INPUT_RANGE)._rows_matmul)
+            layer = int8.Int8Dense(quantized, scale, bias,
+                                   input_range=INPUT_RANGE)
+            layers.append(lambda x, layer=layer: layer._rows_matmul(
+                x, column_parts=parts))
     else:
         dtype = tf.bfloat16 if precision == "bf16" else tf.float32
-        layers = [lambda x, k=tf.constant(k, dtype), b=tf.constant(b, dtype):
-                  tf.nn.bias_add(tf.matmul(x, k), b) for k, b in weights]
+        layers = [lambda x, k=k, b=b: tf.concat([
+            tf.nn.bias_add(tf.matmul(x, tf.constant(k_part, dtype)),
+                           tf.constant(b_part, dtype))
+            for k_part, b_part in zip(np.split(k, parts, axis=1),
+                                      np.split(b, parts))], axis=-1)
+            for k, b in weights]
 
     def request(x):
         x = chain(layers, tf.cast(x, tf.bfloat16) if precision == "bf16"
@@ -151,19 +161,19 @@ def openvino_request(path, precision):
     return lambda x: compiled({"x": x})[0]
 
 
-def matmul_requests(weights, precisions, directory):
+def matmul_requests(weights, precisions, directory, parts=1):
     """{column name: a request's matmuls} for each precision asked."""
     path = onnx_graph(weights, directory)
     runs = {}
     if "int8" in precisions:
-        runs["TF int8 (_QuantizedMatMul)"] = tensorflow_request(weights,
-                                                                "int8")
+        runs["TF int8 (_QuantizedMatMul)"] = tensorflow_request(
+            weights, "int8", parts)
         runs["ONNX Runtime int8"] = onnx_request(path, True)
     if "fp32" in precisions:
-        runs["TF fp32"] = tensorflow_request(weights, "fp32")
+        runs["TF fp32"] = tensorflow_request(weights, "fp32", parts)
         runs["ONNX Runtime fp32"] = onnx_request(path, False)
     if "bf16" in precisions:
-        runs["TF bf16"] = tensorflow_request(weights, "bf16")
+        runs["TF bf16"] = tensorflow_request(weights, "bf16", parts)
         runs["OpenVINO bf16"] = openvino_request(path, "bf16")
     return runs
 
@@ -192,6 +202,10 @@ def main():
                         choices=["int8", "fp32", "bf16"])
     parser.add_argument("--threads", type=int, default=THREADS,
                         help="threads within each kernel (default 2)")
+    parser.add_argument("--column-parts", type=int, default=1,
+                        help="TF's matmuls each as this many on column "
+                        "slices, run side by side on 2 inter-op threads (2: "
+                        "as exports run them)")
     args = parser.parse_args()
     THREADS = args.threads
     tf.config.threading.set_intra_op_parallelism_threads(THREADS)
@@ -206,10 +220,12 @@ def main():
     hidden, layers = MODEL_SHAPES[args.shape]
     weights = random_weights(hidden, layers)
     with tempfile.TemporaryDirectory() as directory:
-        runs = matmul_requests(weights, args.precisions, directory)
+        runs = matmul_requests(weights, args.precisions, directory,
+                               args.column_parts)
         rng = np.random.default_rng(1)
         print(f"{args.shape}'s {4 * layers} matmuls of one request, p50 ms "
-              f"({args.calls} calls, {THREADS} threads)")
+              f"({args.calls} calls, {THREADS} threads, TF's in "
+              f"{args.column_parts} column parts)")
         print(f"{'rows':>5}  " + "  ".join(f"{name:>26}" for name in runs))
         for rows in args.rows:
             x = rng.uniform(-2, 2, (rows, hidden)).astype(np.float32)

@@ -174,8 +174,9 @@ class Precision:
             everywhere.
         matmul_parts: the column slices each served block matmul runs
             in, side by side on the inter-op threads
-            (`bert_tf.models.served.split_kernels`): 2 in bf16, whose
-            oneDNN kernel barely uses a second core at a text's rows.
+            (`bert_tf.models.served.SplitMatmuls`): 2 in every precision,
+            since oneDNN's kernels barely use a second core at a text's
+            rows (docs/guides/serving.md, "Threads within an op").
     """
 
     name: str
@@ -247,9 +248,10 @@ class Precision:
                 stacklevel=3)
 
 
-FP32 = Precision("fp32", "float32", row_classes=True)
+FP32 = Precision("fp32", "float32", row_classes=True, matmul_parts=2)
 BF16 = Precision("bf16", "bfloat16", cpu_flags=BF16_FLAGS, matmul_parts=2)
-INT8 = Precision("int8", "float32", quantized=True, cpu_flags=INT8_FLAGS)
+INT8 = Precision("int8", "float32", quantized=True, cpu_flags=INT8_FLAGS,
+                 matmul_parts=2)
 BY_NAME = {p.name: p for p in (FP32, BF16, INT8)}
 PRECISIONS = (*BY_NAME, "auto")
 

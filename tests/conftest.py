@@ -256,7 +256,7 @@ def assert_bf16_keeps_norms_and_tables_float32(dtypes):
     wrong = [name for name in kept if dtypes[name] != tf.float32]
     assert not wrong, f"must stay float32, but are not: {wrong}"
     # A bf16 export holds each block kernel as its column slices
-    # (`bert_tf.models.served.split_kernels`).
+    # (`bert_tf.models.served.SplitMatmuls`).
     kernels = [name for name in dtypes if re.search(
         r"kernel(_part\d+)?:0$", name) and "transformer_layer" in name]
     assert kernels and all(dtypes[k] == tf.bfloat16 for k in kernels), {

@@ -376,6 +376,31 @@ def test_served_first_token_only_matches_in_every_served_precision(
         classifier.head(full), atol=1e-5)
 
 
+def test_served_matmuls_in_column_halves_match_in_every_served_precision(
+        tiny_config):
+    """Exports run each block matmul as two on its kernel's column halves
+    (`SplitMatmuls`): float kernels become half variables the export holds
+    in their place, int8 layers split their own constants; the outputs are
+    the unsplit ones."""
+    from bert_tf.tasks.classification.model import BertClassifier
+
+    encoder = BertEncoder(**tiny_config)
+    classifier = BertClassifier(encoder, num_classes=2)
+    inputs = random_inputs(batch=3, length=10, pad_from=4)
+    split = ServedModel(classifier, matmul_parts=2)
+    assert len(split.matmuls.kernels) == 4 * tiny_config["num_layers"]
+    names = [v.name for v in split.variables]
+    assert all(f"{v.path}_part0:0" in names and f"{v.path}:0" not in names
+               for v in classifier.variables if id(v) in split.matmuls.kernels)
+    np.testing.assert_allclose(tf.function(split)(inputs),
+                               tf.function(ServedModel(classifier))(inputs),
+                               atol=1e-5)
+    encoder.to_int8(None)
+    np.testing.assert_array_equal(
+        tf.function(ServedModel(classifier, matmul_parts=2))(inputs),
+        tf.function(ServedModel(classifier))(inputs))
+
+
 def _softmax_dtypes(function, inputs):
     """The dtypes of the softmaxes `function`'s graph computes."""
     return {tf.as_dtype(n.attr["T"].type).name

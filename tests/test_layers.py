@@ -310,6 +310,40 @@ def test_int8_dense_adds_its_residual_and_dequantizes_to_bf16_in_kernel():
         Int8Dense.from_dense(dense, output_dtype="float16")
 
 
+def test_int8_dense_in_column_parts_gives_the_same_outputs():
+    """A matmul run as one kernel per half of its output columns (served
+    encoders: `SplitMatmuls`) gives the one kernel's outputs, calibrated or
+    per-call range, with a residual or an activation; a width that does not
+    split is refused in one line."""
+    import tensorflow as tf
+
+    from bert_tf.layers.int8 import Int8Dense
+
+    x = _x(batch=1, length=12, width=32)[0]
+    residual = _x(batch=1, length=12, width=16)[0]
+    for activation in (None, "gelu"):
+        dense = keras.layers.Dense(16, activation=activation,
+                                   kernel_initializer=(
+                                       keras.initializers.GlorotUniform(
+                                           seed=1)))
+        dense.build((None, 32))
+        for layer in (Int8Dense.from_dense(dense),
+                      Int8Dense.from_dense(dense, x.min(0), x.max(0))):
+            split = tf.function(lambda x: layer(x, column_parts=2))
+            np.testing.assert_array_equal(split(x).numpy(),
+                                          layer(x).numpy())
+            graph = split.get_concrete_function(x).graph.as_graph_def()
+            kernels = [n for f in graph.library.function
+                       for n in f.node_def if n.op == "_QuantizedMatMul"]
+            assert len(kernels) == 2
+            if activation is None:
+                np.testing.assert_array_equal(
+                    layer(x, residual=residual, column_parts=2).numpy(),
+                    layer(x, residual=residual).numpy())
+    with pytest.raises(ValueError, match="16 outputs do not split in 3"):
+        layer(x, column_parts=3)
+
+
 def test_int8_input_codes_are_exact_in_graphs():
     """A calibrated matmul's input codes in a traced graph (Grappler and
     oneDNN's rewrites on) are round(x * s) - round(low * s): TF's own

@@ -150,15 +150,10 @@ class Int8Dense(keras.layers.Layer):
         if self.output_dtype not in (tf.float32, tf.bfloat16):
             raise ValueError(f"Int8Dense {self.name}: output_dtype must be "
                              f"float32 or bfloat16, not {output_dtype}.")
-        # One function for every signature that runs the layer (and one
-        # more for the residual's add): a SavedModel then stores its int8
-        # constants once.
-        rows = tf.TensorSpec((None, kernel.shape[0]), tf.float32)
-        self._matmul = tf.function(self._rows_matmul, autograph=False,
-                                   input_signature=[rows])
-        self._matmul_plus = tf.function(
-            self._rows_matmul, autograph=False, input_signature=[
-                rows, tf.TensorSpec((None, self.units), tf.float32)])
+        # One function for every signature that runs the layer (per
+        # residual or not, and column parts): a SavedModel then stores its
+        # int8 constants once.
+        self._functions = {}
 
     @classmethod
     def from_dense(cls, dense, input_min=None, input_max=None, alpha=0.75,
@@ -196,20 +191,39 @@ class Int8Dense(keras.layers.Layer):
                    input_scale=smoothing, input_range=input_range,
                    output_dtype=output_dtype, name=dense.name)
 
-    def call(self, x, residual=None):
+    def call(self, x, residual=None, column_parts=1):
+        """`column_parts`: the kernels the matmul runs as, one per slice
+        of the output columns (served encoders: `bert_tf.models.served`);
+        the outputs are the same."""
+        if self.units % column_parts:
+            raise ValueError(f"Int8Dense {self.name}: {self.units} outputs "
+                             f"do not split in {column_parts} parts.")
         shape = tf.shape(x)
-        rows = tf.reshape(tf.cast(x, tf.float32),
-                          (-1, self.kernel_int8.shape[0]))
-        if residual is None:
-            out = self._matmul(rows)
-        else:
-            out = self._matmul_plus(rows, tf.reshape(
-                tf.cast(residual, tf.float32), (-1, self.units)))
+        rows = [tf.reshape(tf.cast(x, tf.float32),
+                           (-1, self.kernel_int8.shape[0]))]
+        if residual is not None:
+            rows.append(tf.reshape(tf.cast(residual, tf.float32),
+                                   (-1, self.units)))
+        out = self._function(len(rows) == 2, column_parts)(*rows)
         return tf.reshape(out, tf.concat([shape[:-1], [self.units]], 0))
 
-    def _rows_matmul(self, rows, residual=None):
+    def _function(self, plus_residual, column_parts):
+        key = (plus_residual, column_parts)
+        if key not in self._functions:
+            signature = [tf.TensorSpec((None, self.kernel_int8.shape[0]),
+                                       tf.float32)]
+            if plus_residual:
+                signature.append(tf.TensorSpec((None, self.units),
+                                               tf.float32))
+            self._functions[key] = tf.function(
+                lambda *rows: self._rows_matmul(*rows,
+                                                column_parts=column_parts),
+                autograph=False, input_signature=signature)
+        return self._functions[key]
+
+    def _rows_matmul(self, rows, residual=None, column_parts=1):
         """The layer on rows [n, in] (plus `residual` [n, out]): quantize,
-        then one fused kernel."""
+        then one fused kernel per column part, concatenated."""
         if self.input_scale is not None:
             rows = rows * tf.constant(1.0 / self.input_scale)
         # uint8 codes of the input shifted by its low end (oneDNN's u8 x s8
@@ -223,7 +237,7 @@ class Int8Dense(keras.layers.Layer):
             low, high, zero = self.input_range
             quantized = _quantize_min_first(rows, low, high)
             step = (high - low) / 255.0
-            bias = tf.constant(self.bias - zero * step * self.column_sums)
+            bias = self.bias - zero * step * self.column_sums
             q_low, q_high = tf.constant(0.0), tf.constant(high - low)
         else:  # this call's own range; an empty batch has none
             nonempty = tf.size(rows) > 0
@@ -236,17 +250,36 @@ class Int8Dense(keras.layers.Layer):
             quantized, q_low, q_high = tf.raw_ops.QuantizeV2(
                 input=rows - low, min_range=0.0, max_range=width,
                 T=tf.quint8, mode="SCALED")
-        fused = _FUSED_ACTIVATIONS.get(self.activation)
         if residual is not None and self.activation is not \
                 keras.activations.linear:
             raise ValueError(f"Int8Dense {self.name}: a residual is added "
                              "in the kernel only without an activation.")
-        weight_range = self.kernel_scale * _WEIGHT_LIMIT
+        part_width = self.units // column_parts
+        parts = [slice(i * part_width, (i + 1) * part_width)
+                 for i in range(column_parts)]
+        biases, residuals = [bias], [residual]
+        if column_parts > 1:
+            biases = [bias[part] for part in parts] if isinstance(
+                bias, np.ndarray) else tf.split(bias, column_parts)
+            residuals = [None] * column_parts if residual is None else \
+                tf.split(residual, column_parts, axis=-1)
+        outs = [self._kernel(quantized, q_low, q_high, *args)
+                for args in zip(biases, residuals, parts)]
+        out = outs[0] if column_parts == 1 else tf.concat(outs, -1)
+        fused = _FUSED_ACTIVATIONS.get(self.activation)
+        return out if fused else self.activation(out)
+
+    def _kernel(self, quantized, q_low, q_high, bias, residual, columns):
+        """One `_QuantizedMatMul` on the kernel's `columns` (a slice)."""
+        fused = _FUSED_ACTIVATIONS.get(self.activation)
+        weight_range = self.kernel_scale[columns] * _WEIGHT_LIMIT
         tout = tf.float32 if residual is not None else self.output_dtype
         op = op_def_library._apply_op_helper(
             QUANTIZED_MATMUL, name="QuantizedMatMul",
-            device_inputs=[quantized, tf.constant(self.kernel_int8, tf.qint8),
-                           bias] + ([] if residual is None else [residual]),
+            device_inputs=[quantized, tf.constant(
+                self.kernel_int8[:, columns], tf.qint8),
+                tf.convert_to_tensor(bias)] +
+            ([] if residual is None else [residual]),
             host_inputs=[q_low, q_high, tf.constant(-weight_range),
                          tf.constant(weight_range)],
             Tdevice_outputs=[tout], Thost_outputs=[], T1=tf.quint8,
@@ -257,8 +290,7 @@ class Int8Dense(keras.layers.Layer):
             ([] if residual is None else ["Add"]) + ["Dequantize"],
             input_quant_mode="SCALED", output_quant_mode="SCALED",
             leakyrelu_alpha=0.2)[2]
-        out = op.outputs[0]
-        return out if fused else self.activation(out)
+        return op.outputs[0]
 
     def compute_output_shape(self, input_shape):
         return (*input_shape[:-1], self.units)

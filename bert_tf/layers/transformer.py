@@ -208,7 +208,7 @@ class MultiHeadSelfAttention(ConfigLayer):
         softmax accumulates in float32 and rounds its output, which the
         bf16 matmul after it would round anyway). `qkv`: what computes
         the query/key/value rows in place of the `qkv` layer (served
-        graphs: `bert_tf.models.served.served_dense`)."""
+        graphs: `bert_tf.models.served.SplitMatmuls`)."""
         transpose = transpose or ops.transpose
         probs, value = self._attend(x, input_mask, attention_bias, transpose,
                                     token_rows, first_query, float32_softmax,

@@ -16,7 +16,7 @@ numbers are the same (to float32 rounding); the graph is smaller:
   in the logits' dtype: bf16 in bf16 exports and in int8 ones whose
   query/key/value come out in bf16 (`BertEncoder.to_int8`);
 - an int8 block adds its two residuals inside the output matmuls' kernels
-  (`dense_plus`; BERT-Base, 32 RT sentences, with the attention in bf16:
+  (`SplitMatmuls`; BERT-Base, 32 RT sentences, with the attention in bf16:
   102.9 -> 113.7 sentences/s on 2 AMX cores);
 - the blocks' matmuls and norms take the real tokens' rows only, padded
   back where the attention needs the batch's shape
@@ -28,13 +28,11 @@ numbers are the same (to float32 rounding); the graph is smaller:
 - the attention runs on packed rows (`bert_tf.layers.token_rows.PackedRows`):
   a batch's sequences two to a row where both fit in the longest one's
   length, each masked from the other; one text is not packed;
-- in bf16 exports each block matmul runs as two matmuls on its kernel's
-  column halves, kept as variables of their own (`split_kernels`), which
-  TensorFlow's inter-op threads run side by side: oneDNN's bf16 kernel
-  hardly uses a second core at a text's few rows (BERT-Base on the
-  2-core EPYC, one RT sentence: 12.2 ms at best before, 9.9 with one
-  thread within an op; 32 sentences: 205.7 -> 206.7 ms on one thread,
-  190.9 on two; docs/benchmarks.md);
+- each block matmul runs as two matmuls on its kernel's column halves
+  (`SplitMatmuls`: a float kernel's halves are variables of their own, an
+  int8 layer's constants), which TensorFlow's inter-op threads run side by
+  side: oneDNN's kernels hardly use a second core at a text's few rows, so
+  exports serve fastest with one thread within an op (docs/benchmarks.md);
 - the pooler runs only for a head that reads it;
 - for a head that reads `[CLS]` alone (`reads_first_token_only`), the
   last block computes the first token's output only: its keys and values
@@ -124,6 +122,8 @@ class ServedEncoder:
             sequence's first token alone (`sequence_output` and the last
             of `encoder_outputs` [batch, 1, H]), for a model whose head
             reads nothing else.
+        matmuls: the `SplitMatmuls` its blocks' matmuls run by (None:
+            each as one matmul).
 
     Examples:
         >>> import numpy as np
@@ -139,11 +139,11 @@ class ServedEncoder:
     """
 
     def __init__(self, encoder, pooler=True, first_token_only=False,
-                 kernel_parts=None):
+                 matmuls=None):
         self.encoder = encoder
         self.pooler = pooler
         self.first_token_only = first_token_only
-        self.kernel_parts = kernel_parts or {}
+        self.matmuls = matmuls or SplitMatmuls(encoder)
         self.config = encoder.config
         # One trace per input shape for every copy and signature that
         # calls it, inlined at each call (the module docstring).
@@ -210,7 +210,7 @@ class ServedEncoder:
                 rows, missing = served_block(
                     block, rows, missing, token_rows if first else packed,
                     rows_shape, values, fold, token_rows,
-                    first_token_only=first, kernel_parts=self.kernel_parts)
+                    first_token_only=first, matmuls=self.matmuls)
             outputs.append(rows if missing is None else rows + missing)
         return outputs
 
@@ -221,46 +221,61 @@ def block_matmuls(block):
             block.intermediate, block.output_dense)
 
 
-def split_kernels(encoder, parts):
-    """{id(kernel): [tf.Variable]}: the kernel of each float block matmul
-    of `encoder` in `parts` column slices, each a variable of its own
-    (named `<kernel path>_part<i>`); {} when `parts` is 1. Exports hold
-    these in place of the kernels (`ServedModel.variables`)."""
-    if parts <= 1:
-        return {}
-    split = {}
-    with tf.init_scope():
-        for block in encoder.transformer_layers:
-            for dense in block_matmuls(block):
-                if not foldable(dense) or dense.units % parts:
-                    continue
-                kernel = dense.kernel
-                split[id(kernel)] = [
-                    tf.Variable(value, trainable=False,
-                                name=f"{kernel.path}_part{index}")
-                    for index, value in enumerate(
-                        np.split(kernel.numpy(), parts, axis=-1))]
-    return split
+class SplitMatmuls:
+    """How a served encoder runs its block matmuls: each as `parts`
+    matmuls on its kernel's column slices, concatenated, which TensorFlow's
+    inter-op threads run side by side (oneDNN's kernels hardly use a
+    second core at a text's rows). A float kernel's slices are variables
+    of their own (`kernels`, named `<kernel path>_part<i>`), which exports
+    hold in place of the kernel (`ServedModel.variables`); an int8 layer
+    slices its constants itself (`Int8Dense`).
 
+    Called as `matmuls(dense, x)` it returns `dense(x)`; with `residual`,
+    `residual + dense(x)` in the residual's dtype: an int8 layer adds it
+    inside its kernels, and Grappler fuses an unsplit float layer's add
+    into its matmul.
+    """
 
-def served_dense(dense, x, kernel_parts):
-    """`dense(x)`, or, when `kernel_parts` has its kernel's column slices
-    (`split_kernels`), one matmul, bias and activation per slice,
-    concatenated: independent ops, which the inter-op threads run side by
-    side."""
-    kernels = kernel_parts.get(id(getattr(dense, "kernel", None)))
-    if kernels is None:
-        return dense(x)
-    x = tf.cast(x, dense.compute_dtype)
-    biases = tf.split(tf.cast(dense.bias.value, dense.compute_dtype),
-                      len(kernels))
-    return tf.concat([
-        dense.activation(tf.nn.bias_add(tf.linalg.matmul(x, kernel), bias))
-        for kernel, bias in zip(kernels, biases)], axis=-1)
+    def __init__(self, encoder, parts=1):
+        self.parts = parts
+        self.kernels = {}  # {id(kernel): [tf.Variable]}
+        if parts <= 1:
+            return
+        with tf.init_scope():
+            for block in encoder.transformer_layers:
+                for dense in block_matmuls(block):
+                    if not foldable(dense) or dense.units % parts:
+                        continue
+                    kernel = dense.kernel
+                    self.kernels[id(kernel)] = [
+                        tf.Variable(value, trainable=False,
+                                    name=f"{kernel.path}_part{index}")
+                        for index, value in enumerate(
+                            np.split(kernel.numpy(), parts, axis=-1))]
+
+    def __call__(self, dense, x, residual=None):
+        if isinstance(dense, Int8Dense):
+            return dense(x, residual=residual, column_parts=self.parts
+                         if dense.units % self.parts == 0 else 1)
+        out = self._float(dense, x)
+        return out if residual is None else \
+            residual + tf.cast(out, residual.dtype)
+
+    def _float(self, dense, x):
+        kernels = self.kernels.get(id(getattr(dense, "kernel", None)))
+        if kernels is None:
+            return dense(x)
+        x = tf.cast(x, dense.compute_dtype)
+        biases = tf.split(tf.cast(dense.bias.value, dense.compute_dtype),
+                          len(kernels))
+        return tf.concat([
+            dense.activation(tf.nn.bias_add(tf.linalg.matmul(x, kernel),
+                                            bias))
+            for kernel, bias in zip(kernels, biases)], axis=-1)
 
 
 def served_block(block, rows, missing, layout, rows_shape, values, fold,
-                 token_rows=None, first_token_only=False, kernel_parts=None):
+                 token_rows=None, first_token_only=False, matmuls=None):
     """A `TransformerBlock` on the kept rows of `token_rows` that lack
     `missing` (the beta of the norm before, float32 [H], or None), served:
     returns (its output rows, less the output norm's beta when `fold`, that
@@ -268,8 +283,8 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
     `PackedRows` (its bias too). `values`: the NumPy values of the vectors
     ({id(variable): value}). `first_token_only`: the output rows are each
     sequence's first token's alone, [batch, H] (`layout` is then
-    `token_rows`). `kernel_parts`: as `served_dense` takes it."""
-    parts = kernel_parts or {}
+    `token_rows`). `matmuls`: a `SplitMatmuls` (None: unsplit)."""
+    matmuls = matmuls or SplitMatmuls(None)
     attention = block.attention
     if first_token_only:  # keys and values of all rows; the rest of [CLS]
         residual = token_rows.first(rows)
@@ -279,32 +294,20 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
     with biases_with(missing, values, fed=[attention.qkv],
                      residual=[attention.output_dense]):
         with tf.name_scope(attention.name):
-            rows = dense_plus(attention.output_dense, attention.context(
+            rows = matmuls(attention.output_dense, attention.context(
                 rows, attention_bias=layout.attention_bias(),
                 rows_shape=rows_shape,
                 transpose=transpose_heads, token_rows=layout,
                 first_query=first_token_only, float32_softmax=False,
-                qkv=lambda x: served_dense(attention.qkv, x, parts)),
-                residual, parts)
+                qkv=lambda x: matmuls(attention.qkv, x)), residual)
     rows = served_layer_norm(block.attention_norm, rows, add_beta=not fold)
     missing = beta_of(block.attention_norm, values) if fold else None
     with biases_with(missing, values, fed=[block.intermediate],
                      residual=[block.output_dense]):
-        rows = dense_plus(block.output_dense, served_dense(
-            block.intermediate, rows, parts), rows, parts)
+        rows = matmuls(block.output_dense,
+                       matmuls(block.intermediate, rows), rows)
     rows = served_layer_norm(block.output_norm, rows, add_beta=not fold)
     return rows, beta_of(block.output_norm, values) if fold else None
-
-
-def dense_plus(dense, x, residual, kernel_parts=None):
-    """`residual + dense(x)` in the residual's dtype: an int8 layer adds it
-    inside its kernel (`bert_tf.layers.int8.Int8Dense`); Grappler fuses a
-    float layer's add into its matmul itself (not into split ones:
-    `served_dense`)."""
-    if isinstance(dense, Int8Dense):
-        return dense(x, residual=residual)
-    return residual + tf.cast(served_dense(dense, x, kernel_parts or {}),
-                              residual.dtype)
 
 
 class ServedModel:
@@ -320,21 +323,21 @@ class ServedModel:
         row_classes: the row-class bounds `map_in_chunks` copies the
             graph by (fp32 exports; `bert_tf.models.chunked`), or ().
         matmul_parts: the column slices of each block matmul
-            (`split_kernels`; bf16 exports: 2).
+            (`SplitMatmuls`; exports: 2).
     """
 
     def __init__(self, model, row_classes=(), matmul_parts=1):
         self.model = model
         self.row_classes = tuple(int(b) for b in row_classes)
         encoder = getattr(model, "encoder", model)
-        self.kernel_parts = split_kernels(encoder, matmul_parts)
-        self.encoder = ServedEncoder(encoder, kernel_parts=self.kernel_parts)
+        self.matmuls = SplitMatmuls(encoder, matmul_parts)
+        self.encoder = ServedEncoder(encoder, matmuls=self.matmuls)
         # Not in fp32's copies per row class: there the last layer's
         # matmuls would take as many rows as texts, in any class.
         self._encode = ServedEncoder(
             encoder, pooler=getattr(model, "reads_pooled_output", True),
             first_token_only=getattr(model, "reads_first_token_only", False)
-            and not self.row_classes, kernel_parts=self.kernel_parts)
+            and not self.row_classes, matmuls=self.matmuls)
         encoder_ids = {id(v) for v in encoder.variables}
         self._head_variables = [v for v in model.variables
                                 if id(v) not in encoder_ids]
@@ -342,9 +345,9 @@ class ServedModel:
     @property
     def variables(self):
         """The model's variables, each split kernel replaced by its slices
-        (`split_kernels`): what its export holds."""
+        (`SplitMatmuls`): what its export holds."""
         return [part for v in self.model.variables
-                for part in self.kernel_parts.get(id(v), [v])]
+                for part in self.matmuls.kernels.get(id(v), [v])]
 
     def __call__(self, inputs, training=False):
         if self.model is self.encoder.encoder:

@@ -15,8 +15,8 @@ def served(model, precision):
     in `precision` (a `bert_tf.precision.Precision`) traces it
     (`bert_tf.models.served.ServedModel`). fp32 runs its encoder in one
     graph copy per row class, so that its served matmuls may keep their
-    reordered weights (`bert_tf.serving.runtime`); bf16 splits its block
-    matmuls in two (`Precision.matmul_parts`)."""
+    reordered weights (`bert_tf.serving.runtime`); each precision splits
+    its block matmuls in `Precision.matmul_parts` (2)."""
     from bert_tf.models.chunked import ROW_CLASS_BOUNDS
     from bert_tf.models.served import ServedModel
 

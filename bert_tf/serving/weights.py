@@ -26,7 +26,7 @@ def graph_constants(export_dir, names):
 
 def joined_kernel_parts(variables):
     """`variables` with each run of a kernel's column slices (named
-    `<kernel path>_part<i>`: `bert_tf.models.served.split_kernels`)
+    `<kernel path>_part<i>`: `bert_tf.models.served.SplitMatmuls`)
     joined back into one tensor, in order."""
     import re
 
