@@ -176,7 +176,9 @@ class Precision:
             in, side by side on the inter-op threads
             (`bert_tf.models.served.SplitMatmuls`): 2 in every precision,
             since oneDNN's kernels barely use a second core at a text's
-            rows (docs/guides/serving.md, "Threads within an op").
+            rows (docs/guides/serving.md, "Threads within an op"), for
+            encoders at least `SPLIT_FROM_HIDDEN` wide
+            (`matmul_parts_for`).
     """
 
     name: str
@@ -188,6 +190,17 @@ class Precision:
 
     def __str__(self):
         return self.name
+
+    def matmul_parts_for(self, hidden_size):
+        """`matmul_parts` for an encoder of `hidden_size`; 1 below
+        `SPLIT_FROM_HIDDEN`, whose matmuls are too small to gain from the
+        second core.
+
+        Examples:
+            >>> FP32.matmul_parts_for(768), FP32.matmul_parts_for(384)
+            (2, 1)
+        """
+        return self.matmul_parts if hidden_size >= SPLIT_FROM_HIDDEN else 1
 
     def native(self, cpuinfo="/proc/cpuinfo"):
         """Whether this CPU runs it natively (not emulated).
@@ -247,6 +260,13 @@ class Precision:
                 "fp32 (or auto) for this machine.", RuntimeWarning,
                 stacklevel=3)
 
+
+# The smallest hidden width whose exports split their matmuls: MiniLM-L6
+# (384) int8 at batch 1 on 2 EPYC cores, one thread within an op, went
+# from 1.69-1.76 ms whole to 3.15-3.54 split (batch 32: 1029 -> 1364
+# sentences/s); BERT-Base (768) gained in every precision
+# (docs/benchmarks.md).
+SPLIT_FROM_HIDDEN = 768
 
 FP32 = Precision("fp32", "float32", row_classes=True, matmul_parts=2)
 BF16 = Precision("bf16", "bfloat16", cpu_flags=BF16_FLAGS, matmul_parts=2)

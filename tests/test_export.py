@@ -368,12 +368,16 @@ def test_bf16_export_agrees_with_fp32(exported, tmp_path):
 
 
 def test_bf16_export_holds_split_kernels_once_and_teaches(exported,
-                                                         tmp_path):
+                                                         tmp_path,
+                                                         monkeypatch):
     """A bf16 export holds each block kernel as its two column slices (the
     served graph runs them side by side), not beside the whole kernel;
     a teacher read from the export gets the kernels back whole."""
+    from bert_tf import precision
     from bert_tf.distill.teacher import teacher_of
 
+    # Exports split from BERT-Base's width; the tiny model is split here.
+    monkeypatch.setattr(precision, "SPLIT_FROM_HIDDEN", 0)
     _, _, _, run_dir = exported
     out = tmp_path / "bf16" / "1"
     export_lib.export_model(run_dir, out, log=lambda *a: None,

@@ -28,7 +28,9 @@ numbers are the same (to float32 rounding); the graph is smaller:
 - the attention runs on packed rows (`bert_tf.layers.token_rows.PackedRows`):
   a batch's sequences two to a row where both fit in the longest one's
   length, each masked from the other; one text is not packed;
-- each block matmul runs as two matmuls on its kernel's column halves
+- each block matmul of an encoder at least 768 wide
+  (`bert_tf.precision.Precision.matmul_parts_for`) runs as two matmuls on
+  its kernel's column halves
   (`SplitMatmuls`: a float kernel's halves are variables of their own, an
   int8 layer's constants), which TensorFlow's inter-op threads run side by
   side: oneDNN's kernels hardly use a second core at a text's few rows, so

@@ -15,13 +15,14 @@ def served(model, precision):
     in `precision` (a `bert_tf.precision.Precision`) traces it
     (`bert_tf.models.served.ServedModel`). fp32 runs its encoder in one
     graph copy per row class, so that its served matmuls may keep their
-    reordered weights (`bert_tf.serving.runtime`); each precision splits
-    its block matmuls in `Precision.matmul_parts` (2)."""
+    reordered weights (`bert_tf.serving.runtime`); its block matmuls run
+    in `Precision.matmul_parts_for` its width column slices."""
     from bert_tf.models.chunked import ROW_CLASS_BOUNDS
     from bert_tf.models.served import ServedModel
 
+    hidden = getattr(model, "encoder", model).config.hidden_size
     return ServedModel(model, ROW_CLASS_BOUNDS if precision.row_classes
-                       else (), precision.matmul_parts)
+                       else (), precision.matmul_parts_for(hidden))
 
 
 def quantize(model, precision, spec=None, vocab=None, examples=0,
