@@ -22,7 +22,8 @@ per-call range. All on 2 threads (`--threads`); TF's fp32 and bf16 with
 
 `--threads 1` runs every kernel on one thread (TF's as with TF Serving's
 `--tensorflow_intra_op_parallelism=1`; the peers' too). `--column-parts 2`
-runs each of TF's matmuls as two on its kernel's column halves, side by
+runs each of TF's matmuls as two on its kernel's column halves (the
+feed-forward output's on its row halves, the products added), side by
 side on the inter-op threads, as exports run them.
 
 Prints the p50 per request of each. Needs `onnx`, `onnxruntime` and
@@ -72,31 +73,48 @@ def chain(matmuls, x, first_columns):
 
 
 def tensorflow_request(weights, precision, parts=1):
-    """TF's matmuls, each as `parts` matmuls on its kernel's column slices,
-    concatenated (as exports run them: `bert_tf.models.served.SplitMatmuls`)."""
+    """TF's matmuls as exports run them (`bert_tf.models.served.
+    SplitMatmuls`): each as `parts` matmuls on its kernel's column slices,
+    concatenated, but the feed-forward's: its input layer hands its column
+    parts to the output layer, which multiplies each by its rows of the
+    kernel and adds the products."""
     hidden = weights[0][0].shape[0]
-    if precision == "int8":
-        layers = []
-        for kernel, bias in weights:
+    layers = []
+    for index, (kernel, bias) in enumerate(weights):
+        hands_parts = parts > 1 and index % 4 == 2
+        if precision == "int8":
             quantized, scale = int8.quantize_kernel(kernel)
             layer = int8.Int8Dense(quantized, scale, bias,
                                    input_range=INPUT_RANGE)
-            layers.append(lambda x, layer=layer: layer._rows_matmul(
-                x, column_parts=parts))
-    else:
-        dtype = tf.bfloat16 if precision == "bf16" else tf.float32
-        layers = [lambda x, k=k, b=b: tf.concat([
-            tf.nn.bias_add(tf.matmul(x, tf.constant(k_part, dtype)),
-                           tf.constant(b_part, dtype))
-            for k_part, b_part in zip(np.split(k, parts, axis=1),
-                                      np.split(b, parts))], axis=-1)
-            for k, b in weights]
+            layers.append(lambda x, layer=layer, hands=hands_parts: (
+                layer._sliced_input_matmul(x) if isinstance(x, list) else
+                layer._rows_matmul(x, column_parts=parts,
+                                   output_parts=hands)))
+        else:
+            dtype = tf.bfloat16 if precision == "bf16" else tf.float32
+            layers.append(lambda x, k=kernel, b=bias, hands=hands_parts: _float(
+                x, tf.constant(k, dtype), tf.constant(b, dtype), parts,
+                hands))
 
     def request(x):
         x = chain(layers, tf.cast(x, tf.bfloat16) if precision == "bf16"
                   else x, lambda y: y[:, :hidden])
         return tf.cast(x, tf.float32)
     return tf.function(request)
+
+
+def _float(x, kernel, bias, parts, hands_parts):
+    """A float matmul on `x` (or its column parts, each on its rows of the
+    kernel, added), as `parts` column slices (a list if `hands_parts`)."""
+    if isinstance(x, list):
+        rows = tf.split(kernel, len(x), axis=0)
+        out = tf.nn.bias_add(tf.matmul(x[0], rows[0]), bias)
+        for part, kernel_rows in zip(x[1:], rows[1:]):
+            out = out + tf.matmul(part, kernel_rows)
+        return out
+    outs = [tf.nn.bias_add(tf.matmul(x, k), b) for k, b in zip(
+        tf.split(kernel, parts, axis=1), tf.split(bias, parts))]
+    return outs if hands_parts else tf.concat(outs, axis=-1)
 
 
 def onnx_graph(weights, directory):
@@ -204,8 +222,9 @@ def main():
                         help="threads within each kernel (default 2)")
     parser.add_argument("--column-parts", type=int, default=1,
                         help="TF's matmuls each as this many on column "
-                        "slices, run side by side on 2 inter-op threads (2: "
-                        "as exports run them)")
+                        "slices (the feed-forward output's on row slices), "
+                        "run side by side on 2 inter-op threads (2: as "
+                        "exports run them)")
     args = parser.parse_args()
     THREADS = args.threads
     tf.config.threading.set_intra_op_parallelism_threads(THREADS)

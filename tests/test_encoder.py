@@ -379,9 +379,11 @@ def test_served_first_token_only_matches_in_every_served_precision(
 def test_served_matmuls_in_column_halves_match_in_every_served_precision(
         tiny_config):
     """Exports run each block matmul as two on its kernel's column halves
-    (`SplitMatmuls`): float kernels become half variables the export holds
-    in their place, int8 layers split their own constants; the outputs are
-    the unsplit ones."""
+    (`SplitMatmuls`), but the feed-forward output layer, which takes the
+    intermediate layer's halves on its kernel's row halves with no
+    concatenation between: float kernels become half variables the export
+    holds in their place, int8 layers split their own constants; the
+    outputs are the unsplit ones."""
     from bert_tf.tasks.classification.model import BertClassifier
 
     encoder = BertEncoder(**tiny_config)
@@ -390,15 +392,26 @@ def test_served_matmuls_in_column_halves_match_in_every_served_precision(
     split = ServedModel(classifier, matmul_parts=2)
     assert len(split.matmuls.kernels) == 4 * tiny_config["num_layers"]
     names = [v.name for v in split.variables]
-    assert all(f"{v.path}_part0:0" in names and f"{v.path}:0" not in names
-               for v in classifier.variables if id(v) in split.matmuls.kernels)
+    for v in classifier.variables:
+        if id(v) in split.matmuls.kernels:
+            part = "rows" if v.path.endswith("/output_dense/kernel") and \
+                "attention" not in v.path else "part"
+            assert f"{v.path}_{part}0:0" in names and f"{v.path}:0" not in \
+                names, v.path
+    assert len(split.matmuls.row_split) == tiny_config["num_layers"]
+    # Two concatenations more a layer (query/key/value, attention output).
+    concats = [sum(n.op == "ConcatV2" for n in _nodes(tf.function(served),
+                                                       inputs))
+               for served in (split, ServedModel(classifier))]
+    assert concats[0] - concats[1] == 2 * tiny_config["num_layers"]
     np.testing.assert_allclose(tf.function(split)(inputs),
                                tf.function(ServedModel(classifier))(inputs),
                                atol=1e-5)
+    # The same int8 codes; the row halves' products add in float32.
     encoder.to_int8(None)
-    np.testing.assert_array_equal(
+    np.testing.assert_allclose(
         tf.function(ServedModel(classifier, matmul_parts=2))(inputs),
-        tf.function(ServedModel(classifier))(inputs))
+        tf.function(ServedModel(classifier))(inputs), rtol=1e-5, atol=1e-7)
 
 
 def _softmax_dtypes(function, inputs):

@@ -371,8 +371,9 @@ def test_bf16_export_holds_split_kernels_once_and_teaches(exported,
                                                          tmp_path,
                                                          monkeypatch):
     """A bf16 export holds each block kernel as its two column slices (the
-    served graph runs them side by side), not beside the whole kernel;
-    a teacher read from the export gets the kernels back whole."""
+    feed-forward output's as its two row slices; the served graph runs
+    them side by side), not beside the whole kernel; a teacher read from
+    the export gets the kernels back whole."""
     from bert_tf import precision
     from bert_tf.distill.teacher import teacher_of
 
@@ -383,11 +384,14 @@ def test_bf16_export_holds_split_kernels_once_and_teaches(exported,
     export_lib.export_model(run_dir, out, log=lambda *a: None,
                             precision="bf16")
     names = [v.name for v in export_lib.load_exported(out).model_variables]
-    halves = [n for n in names if "_part" in n]
-    assert halves and len(halves) % 2 == 0
-    assert all(n.replace("_part0", "_part1") in names
-               and n.replace("_part0", "") not in names
-               for n in halves if "_part0" in n)
+    for part in ("_part", "_rows"):
+        halves = [n for n in names if part in n]
+        assert halves and len(halves) % 2 == 0
+        assert all(n.replace(f"{part}0", f"{part}1") in names
+                   and n.replace(f"{part}0", "") not in names
+                   for n in halves if f"{part}0" in n)
+    assert all("/output_dense/" in n and "attention" not in n
+               for n in names if "_rows" in n)
     model, _, _ = load_classifier(run_dir)
     _, teacher, _, _ = teacher_of(out)
     want = {v.path: v.numpy() for v in model.variables}

@@ -344,6 +344,45 @@ def test_int8_dense_in_column_parts_gives_the_same_outputs():
         layer(x, column_parts=3)
 
 
+def test_int8_dense_on_input_slices_adds_their_products():
+    """A matmul given its input as column slices (the feed-forward output
+    layer of a served encoder takes the intermediate layer's halves so)
+    runs one kernel per slice on its rows of the kernel and adds them:
+    the one kernel's outputs to float32 rounding, calibrated or per-call
+    range, with a residual; a layer with an activation, or slices that do
+    not add up to its inputs, are refused in one line."""
+    import tensorflow as tf
+
+    from bert_tf.layers.int8 import Int8Dense
+
+    x = _x(batch=1, length=12, width=32)[0]
+    residual = _x(batch=1, length=12, width=16)[0]
+    dense = keras.layers.Dense(16, kernel_initializer=(
+        keras.initializers.GlorotUniform(seed=1)))
+    dense.build((None, 32))
+    halves = [x[:, :16], x[:, 16:]]
+    for layer in (Int8Dense.from_dense(dense),
+                  Int8Dense.from_dense(dense, x.min(0), x.max(0))):
+        sliced = tf.function(lambda *parts: layer(list(parts)))
+        np.testing.assert_allclose(sliced(*halves).numpy(),
+                                   layer(x).numpy(), rtol=1e-5, atol=1e-6)
+        graph = sliced.get_concrete_function(*halves).graph.as_graph_def()
+        assert sum(n.op == "_QuantizedMatMul" for f in graph.library.function
+                   for n in f.node_def) == 2
+        np.testing.assert_allclose(
+            layer(halves, residual=residual).numpy(),
+            layer(x, residual=residual).numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="do not add up to its 32 inputs"):
+        layer([x[:, :16], x[:, :8]])
+    gelu = keras.layers.Dense(16, activation="gelu")
+    gelu.build((None, 32))
+    with pytest.raises(ValueError, match="without an activation"):
+        Int8Dense.from_dense(gelu)(halves)
+    outs = Int8Dense.from_dense(gelu)(x, column_parts=2, output_parts=True)
+    np.testing.assert_array_equal(tf.concat(outs, -1).numpy(),
+                                  Int8Dense.from_dense(gelu)(x).numpy())
+
+
 def test_int8_input_codes_are_exact_in_graphs():
     """A calibrated matmul's input codes in a traced graph (Grappler and
     oneDNN's rewrites on) are round(x * s) - round(low * s): TF's own

@@ -81,6 +81,13 @@ def _quantizable_range(low, high):
     return low, high, int(tf.bitcast(zero, tf.uint8).numpy()[0, 0])
 
 
+def _slices(widths):
+    """Consecutive slices of the given widths."""
+    ends = np.cumsum(widths)
+    return [slice(int(end - width), int(end))
+            for width, end in zip(widths, ends)]
+
+
 def available():
     """Whether the running TensorFlow has oneDNN's fused int8 matmul."""
     return op_def_registry.get(QUANTIZED_MATMUL) is not None
@@ -191,41 +198,72 @@ class Int8Dense(keras.layers.Layer):
                    input_scale=smoothing, input_range=input_range,
                    output_dtype=output_dtype, name=dense.name)
 
-    def call(self, x, residual=None, column_parts=1):
+    def call(self, x, residual=None, column_parts=1, output_parts=False):
         """`column_parts`: the kernels the matmul runs as, one per slice
         of the output columns (served encoders: `bert_tf.models.served`);
-        the outputs are the same."""
+        the outputs are the same. `output_parts`: the column parts'
+        outputs as a list, not concatenated. `x` may be such a list (its
+        input's column slices, in order): each slice multiplies its rows
+        of the kernel and the products are added, with no concatenation
+        before (a layer with an activation refuses it)."""
         if self.units % column_parts:
             raise ValueError(f"Int8Dense {self.name}: {self.units} outputs "
                              f"do not split in {column_parts} parts.")
-        shape = tf.shape(x)
-        rows = [tf.reshape(tf.cast(x, tf.float32),
-                           (-1, self.kernel_int8.shape[0]))]
+        inputs = list(x) if isinstance(x, (list, tuple)) else [x]
+        widths = tuple(int(part.shape[-1]) for part in inputs)
+        if sum(widths) != self.kernel_int8.shape[0]:
+            raise ValueError(f"Int8Dense {self.name}: inputs {widths} wide "
+                             f"do not add up to its "
+                             f"{self.kernel_int8.shape[0]} inputs.")
+        if len(inputs) > 1 and (column_parts > 1 or output_parts or
+                                self.activation is not
+                                keras.activations.linear):
+            raise ValueError(f"Int8Dense {self.name}: input slices are "
+                             "taken only whole in its columns and without "
+                             "an activation.")
+        shape = tf.shape(inputs[0])
+        rows = [tf.reshape(tf.cast(part, tf.float32), (-1, width))
+                for part, width in zip(inputs, widths)]
         if residual is not None:
             rows.append(tf.reshape(tf.cast(residual, tf.float32),
                                    (-1, self.units)))
-        out = self._function(len(rows) == 2, column_parts)(*rows)
-        return tf.reshape(out, tf.concat([shape[:-1], [self.units]], 0))
+        outs = self._function(widths, residual is not None, column_parts,
+                              output_parts)(*rows)
+        outs = outs if output_parts else [outs]
+        outs = [tf.reshape(out, tf.concat([shape[:-1], [self.units //
+                                                        len(outs)]], 0))
+                for out in outs]
+        return outs if output_parts else outs[0]
 
-    def _function(self, plus_residual, column_parts):
-        key = (plus_residual, column_parts)
+    def _function(self, widths, plus_residual, column_parts, output_parts):
+        key = (widths, plus_residual, column_parts, output_parts)
         if key not in self._functions:
-            signature = [tf.TensorSpec((None, self.kernel_int8.shape[0]),
-                                       tf.float32)]
+            signature = [tf.TensorSpec((None, width), tf.float32)
+                         for width in widths]
             if plus_residual:
                 signature.append(tf.TensorSpec((None, self.units),
                                                tf.float32))
+
+            def rows_matmul(*rows):
+                parts = list(rows[:len(widths)])
+                residual = rows[len(widths)] if plus_residual else None
+                if len(parts) > 1:
+                    return self._sliced_input_matmul(parts, residual)
+                return self._rows_matmul(parts[0], residual, column_parts,
+                                         output_parts)
+
             self._functions[key] = tf.function(
-                lambda *rows: self._rows_matmul(*rows,
-                                                column_parts=column_parts),
-                autograph=False, input_signature=signature)
+                rows_matmul, autograph=False, input_signature=signature)
         return self._functions[key]
 
-    def _rows_matmul(self, rows, residual=None, column_parts=1):
-        """The layer on rows [n, in] (plus `residual` [n, out]): quantize,
-        then one fused kernel per column part, concatenated."""
+    def _quantized(self, parts):
+        """(uint8 codes, their low and high) of each of the input slices
+        `parts` (one range for all), and the bias that brings the codes'
+        shift back."""
+        slices = _slices([int(part.shape[-1]) for part in parts])
         if self.input_scale is not None:
-            rows = rows * tf.constant(1.0 / self.input_scale)
+            parts = [part * tf.constant(1.0 / self.input_scale[rows])
+                     for part, rows in zip(parts, slices)]
         # uint8 codes of the input shifted by its low end (oneDNN's u8 x s8
         # kernel, and a one-sided input such as GELU's keeps all 256
         # codes); the shift comes back through the bias: x W = (x - lo) W
@@ -235,28 +273,36 @@ class Int8Dense(keras.layers.Layer):
             # codes at no extra op; `zero * step` (the kernel's own rounding
             # of -lo) is the shift.
             low, high, zero = self.input_range
-            quantized = _quantize_min_first(rows, low, high)
             step = (high - low) / 255.0
-            bias = self.bias - zero * step * self.column_sums
             q_low, q_high = tf.constant(0.0), tf.constant(high - low)
-        else:  # this call's own range; an empty batch has none
-            nonempty = tf.size(rows) > 0
-            low = tf.where(nonempty, tf.minimum(tf.reduce_min(rows), 0.0),
-                           0.0)
-            width = tf.maximum(tf.where(nonempty, tf.reduce_max(rows), 0.0)
-                               - low, _MIN_RANGE)
-            bias = tf.constant(self.bias) + low * tf.constant(
-                self.column_sums)
-            quantized, q_low, q_high = tf.raw_ops.QuantizeV2(
-                input=rows - low, min_range=0.0, max_range=width,
-                T=tf.quint8, mode="SCALED")
+            return ([(_quantize_min_first(part, low, high), q_low, q_high)
+                     for part in parts],
+                    self.bias - zero * step * self.column_sums)
+        # This call's own range; an empty batch has none.
+        nonempty = tf.size(parts[0]) > 0
+        lows = [tf.reduce_min(part) for part in parts]
+        highs = [tf.reduce_max(part) for part in parts]
+        if len(parts) > 1:
+            lows, highs = [tf.reduce_min(lows)], [tf.reduce_max(highs)]
+        low = tf.where(nonempty, tf.minimum(lows[0], 0.0), 0.0)
+        width = tf.maximum(tf.where(nonempty, highs[0], 0.0) - low,
+                           _MIN_RANGE)
+        bias = tf.constant(self.bias) + low * tf.constant(self.column_sums)
+        return ([tuple(tf.raw_ops.QuantizeV2(
+            input=part - low, min_range=0.0, max_range=width, T=tf.quint8,
+            mode="SCALED")[:3]) for part in parts], bias)
+
+    def _rows_matmul(self, rows, residual=None, column_parts=1,
+                     output_parts=False):
+        """The layer on rows [n, in] (plus `residual` [n, out]): quantize,
+        then one fused kernel per column part, concatenated unless
+        `output_parts`."""
+        [(quantized, q_low, q_high)], bias = self._quantized([rows])
         if residual is not None and self.activation is not \
                 keras.activations.linear:
             raise ValueError(f"Int8Dense {self.name}: a residual is added "
                              "in the kernel only without an activation.")
-        part_width = self.units // column_parts
-        parts = [slice(i * part_width, (i + 1) * part_width)
-                 for i in range(column_parts)]
+        parts = _slices([self.units // column_parts] * column_parts)
         biases, residuals = [bias], [residual]
         if column_parts > 1:
             biases = [bias[part] for part in parts] if isinstance(
@@ -265,19 +311,45 @@ class Int8Dense(keras.layers.Layer):
                 tf.split(residual, column_parts, axis=-1)
         outs = [self._kernel(quantized, q_low, q_high, *args)
                 for args in zip(biases, residuals, parts)]
-        out = outs[0] if column_parts == 1 else tf.concat(outs, -1)
-        fused = _FUSED_ACTIVATIONS.get(self.activation)
-        return out if fused else self.activation(out)
+        if _FUSED_ACTIVATIONS.get(self.activation) is None:
+            outs = [self.activation(out) for out in outs]
+        if output_parts:
+            return outs
+        return outs[0] if column_parts == 1 else tf.concat(outs, -1)
 
-    def _kernel(self, quantized, q_low, q_high, bias, residual, columns):
-        """One `_QuantizedMatMul` on the kernel's `columns` (a slice)."""
+    def _sliced_input_matmul(self, parts, residual=None):
+        """The layer on its input's column slices `parts` [n, in_i]: one
+        kernel per slice on its rows of the kernel, the bias (and
+        `residual`) added in the first, the products added. The slices
+        share one quantization range, so the codes are the whole input's
+        and the sum is the one kernel's (to float32 rounding)."""
+        codes, bias = self._quantized(parts)
+        zeros = np.zeros(self.units, np.float32)
+        outs = [self._kernel(quantized, q_low, q_high,
+                             bias if index == 0 else zeros,
+                             residual if index == 0 else None,
+                             slice(None), rows, tf.float32)
+                for index, ((quantized, q_low, q_high), rows) in enumerate(
+                    zip(codes, _slices([int(p.shape[-1]) for p in parts])))]
+        out = outs[0]
+        for other in outs[1:]:
+            out = out + other
+        return out if residual is not None else tf.cast(out,
+                                                        self.output_dtype)
+
+    def _kernel(self, quantized, q_low, q_high, bias, residual, columns,
+                rows=slice(None), tout=None):
+        """One `_QuantizedMatMul` on the kernel's `rows` and `columns`
+        (slices); `tout`: its output dtype (None: float32 with a
+        residual, else the layer's)."""
         fused = _FUSED_ACTIVATIONS.get(self.activation)
         weight_range = self.kernel_scale[columns] * _WEIGHT_LIMIT
-        tout = tf.float32 if residual is not None else self.output_dtype
+        tout = tout or (tf.float32 if residual is not None
+                        else self.output_dtype)
         op = op_def_library._apply_op_helper(
             QUANTIZED_MATMUL, name="QuantizedMatMul",
             device_inputs=[quantized, tf.constant(
-                self.kernel_int8[:, columns], tf.qint8),
+                self.kernel_int8[rows, columns], tf.qint8),
                 tf.convert_to_tensor(bias)] +
             ([] if residual is None else [residual]),
             host_inputs=[q_low, q_high, tf.constant(-weight_range),

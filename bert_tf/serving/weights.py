@@ -26,23 +26,25 @@ def graph_constants(export_dir, names):
 
 def joined_kernel_parts(variables):
     """`variables` with each run of a kernel's column slices (named
-    `<kernel path>_part<i>`: `bert_tf.models.served.SplitMatmuls`)
-    joined back into one tensor, in order."""
+    `<kernel path>_part<i>`) or row slices (`<kernel path>_rows<i>`:
+    `bert_tf.models.served.SplitMatmuls`) joined back into one tensor, in
+    order."""
     import re
 
     import tensorflow as tf
 
-    joined, run, run_name = [], [], None
+    joined, run, run_key = [], [], None
     for variable in [*variables, None]:
         match = variable is not None and re.fullmatch(
-            r"(.*)_part\d+(:\d+)?", variable.name)
-        name = match.group(1) if match else None
-        if run and name != run_name:
-            joined.append(tf.concat(run, axis=-1))
+            r"(.*)_(part|rows)\d+(:\d+)?", variable.name)
+        key = match.group(1, 2) if match else None
+        if run and key != run_key:
+            joined.append(tf.concat(run, axis=0 if run_key[1] == "rows"
+                                    else -1))
             run = []
         if match:
             run.append(variable)
-            run_name = name
+            run_key = key
         elif variable is not None:
             joined.append(variable)
     return joined
