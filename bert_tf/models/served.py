@@ -32,9 +32,9 @@ numbers are the same (to float32 rounding); the graph is smaller:
   (`bert_tf.precision.Precision.matmul_parts_for`) runs as two matmuls on
   its kernel's column halves, but the feed-forward output, which takes the
   intermediate's halves as they come on its kernel's row halves and adds
-  the two products (no [rows, 3072] concatenation between them: BERT-Base
-  on 2 EPYC cores, batch 32, 261 -> 277 sentences/s in int8, 171 -> 177 in
-  bf16, 90 -> 96 in fp32)
+  the two products (no [rows, 3072] concatenation between them: bf16
+  BERT-Base on 2 EPYC cores, one thread within an op, 11.9 -> 10.5 ms at
+  batch 1, 211 -> 196 ms for 32 sentences; docs/benchmarks.md)
   (`SplitMatmuls`: a float kernel's halves are variables of their own, an
   int8 layer's constants), which TensorFlow's inter-op threads run side by
   side: oneDNN's kernels hardly use a second core at a text's few rows, so
@@ -309,13 +309,18 @@ class SplitMatmuls:
     @staticmethod
     def _rows(dense, parts, kernels, residual=None):
         """A float layer without activation on its input's column
-        `parts`, each on its slice of rows of the kernel: the bias (and
-        `residual`, in its dtype) added to the first product, then the
-        others."""
+        `parts`, each on its slice of rows of the kernel, the products
+        added (the first with `residual`, in its dtype). Each product
+        adds an equal share of the bias: oneDNN keeps the reordered
+        weights of a matmul fused with its bias, not of a plain one
+        (bf16 BERT-Base, batch 1: 300 against 127 us a node)."""
         dtype = dense.compute_dtype
-        outs = [tf.linalg.matmul(tf.cast(part, dtype), kernel)
+        share = tf.cast(dense.bias.value, dtype) * tf.cast(
+            1.0 / len(kernels), dtype)
+        outs = [tf.nn.bias_add(tf.linalg.matmul(tf.cast(part, dtype),
+                                                kernel), share)
                 for part, kernel in zip(parts, kernels)]
-        out = tf.nn.bias_add(outs[0], tf.cast(dense.bias.value, dtype))
+        out = outs[0]
         if residual is not None:
             out = residual + tf.cast(out, residual.dtype)
         for other in outs[1:]:
