@@ -106,12 +106,11 @@ def tensorflow_request(weights, precision, parts=1):
 def _float(x, kernel, bias, parts, hands_parts):
     """A float matmul on `x` (or its column parts, each on its rows of the
     kernel, added), as `parts` column slices (a list if `hands_parts`)."""
-    if isinstance(x, list):
-        rows = tf.split(kernel, len(x), axis=0)
-        out = tf.nn.bias_add(tf.matmul(x[0], rows[0]), bias)
-        for part, kernel_rows in zip(x[1:], rows[1:]):
-            out = out + tf.matmul(part, kernel_rows)
-        return out
+    if isinstance(x, list):  # each adds a share of the bias, as served
+        share = bias * tf.cast(1.0 / len(x), bias.dtype)
+        outs = [tf.nn.bias_add(tf.matmul(part, kernel_rows), share)
+                for part, kernel_rows in zip(x, tf.split(kernel, len(x)))]
+        return sum(outs[1:], outs[0])
     outs = [tf.nn.bias_add(tf.matmul(x, k), b) for k, b in zip(
         tf.split(kernel, parts, axis=1), tf.split(bias, parts))]
     return outs if hands_parts else tf.concat(outs, axis=-1)

@@ -173,7 +173,8 @@ class Precision:
         cpu_flags: the CPU flags that make it native; none: native
             everywhere.
         matmul_parts: the column slices each served block matmul runs
-            in (the feed-forward output's: row slices), side by side on the inter-op threads
+            in (the feed-forward output's: row slices), side by side on
+            the inter-op threads
             (`bert_tf.models.served.SplitMatmuls`): 2 in every precision,
             since oneDNN's kernels barely use a second core at a text's
             rows (docs/guides/serving.md, "Threads within an op"), for

@@ -88,6 +88,13 @@ def _slices(widths):
             for width, end in zip(widths, ends)]
 
 
+def _over_parts(reduce, parts):
+    """`reduce` (`tf.reduce_min` or `max`) over all of the tensors
+    `parts`, with no stacking for one."""
+    values = [reduce(part) for part in parts]
+    return values[0] if len(values) == 1 else reduce(tf.stack(values))
+
+
 def available():
     """Whether the running TensorFlow has oneDNN's fused int8 matmul."""
     return op_def_registry.get(QUANTIZED_MATMUL) is not None
@@ -280,13 +287,11 @@ class Int8Dense(keras.layers.Layer):
                     self.bias - zero * step * self.column_sums)
         # This call's own range; an empty batch has none.
         nonempty = tf.size(parts[0]) > 0
-        lows = [tf.reduce_min(part) for part in parts]
-        highs = [tf.reduce_max(part) for part in parts]
-        if len(parts) > 1:
-            lows, highs = [tf.reduce_min(lows)], [tf.reduce_max(highs)]
-        low = tf.where(nonempty, tf.minimum(lows[0], 0.0), 0.0)
-        width = tf.maximum(tf.where(nonempty, highs[0], 0.0) - low,
-                           _MIN_RANGE)
+        low = tf.where(nonempty, tf.minimum(
+            _over_parts(tf.reduce_min, parts), 0.0), 0.0)
+        width = tf.maximum(tf.where(
+            nonempty, _over_parts(tf.reduce_max, parts), 0.0) - low,
+            _MIN_RANGE)
         bias = tf.constant(self.bias) + low * tf.constant(self.column_sums)
         return ([tuple(tf.raw_ops.QuantizeV2(
             input=part - low, min_range=0.0, max_range=width, T=tf.quint8,

@@ -274,20 +274,19 @@ class SplitMatmuls:
                         self.row_split.add(id(kernel))
 
     def __call__(self, dense, x, residual=None, output_parts=False):
+        if isinstance(x, list) and len(x) == 1:
+            x = x[0]
         if isinstance(dense, Int8Dense):
-            parts = self.parts if dense.units % self.parts == 0 else 1
-            if isinstance(x, list) and len(x) == 1:
-                x = x[0]
-            split = isinstance(x, list)
-            return dense(x, residual=residual,
-                         column_parts=1 if split else parts,
-                         output_parts=output_parts and not split)
+            if isinstance(x, list):  # its input slices, on its rows
+                return dense(x, residual=residual)
+            return dense(x, residual=residual, output_parts=output_parts,
+                         column_parts=self.parts
+                         if dense.units % self.parts == 0 else 1)
         kernels = self.kernels.get(id(getattr(dense, "kernel", None)))
-        if isinstance(x, list) and (kernels is None or id(dense.kernel)
-                                    not in self.row_split):
-            x = x[0] if len(x) == 1 else tf.concat(x, axis=-1)
         if isinstance(x, list):
-            return self._rows(dense, x, kernels, residual)
+            if id(dense.kernel) in self.row_split:
+                return self._rows(dense, x, kernels, residual)
+            x = tf.concat(x, axis=-1)
         out = self._float(dense, x, kernels, output_parts)
         if output_parts:
             return out
