@@ -29,12 +29,18 @@ side on the inter-op threads, as exports run them.
 Prints the p50 per request of each. Needs `onnx`, `onnxruntime` and
 `openvino` (the bench environment, `make bench`); bf16 only on a CPU with
 AVX512_BF16 or AMX (elsewhere it is emulated, and skipped).
+
+`against_request` times an int8 export's batch-1 request against these
+matmuls at its rows, alternated in one process (`serving.py` and
+`serving_profile.py` print it).
 """
 
 import argparse
+import json
 import os
 import tempfile
 import time
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # fp32 as served: oneDNN keeps each matmul's packed weights.
@@ -50,6 +56,9 @@ from bert_tf.layers import int8  # noqa: E402
 # (hidden width, layers) of each shape.
 MODEL_SHAPES = {"bert_base": (768, 12), "minilm": (384, 6)}
 INPUT_RANGE = (-4.0, 4.0)
+# The token rows at which a request is timed against its matmuls
+# (`against_request`; RT sentences: median 26, 339 of them at 25).
+REQUEST_ROWS = 25
 
 
 def random_weights(hidden, layers, seed=0):
@@ -193,6 +202,60 @@ def matmul_requests(weights, precisions, directory, parts=1):
         runs["TF bf16"] = tensorflow_request(weights, "bf16", parts)
         runs["OpenVINO bf16"] = openvino_request(path, "bf16")
     return runs
+
+
+def sentences_of_rows(export_dir, texts, rows):
+    """The texts whose batch-1 request has `rows` token rows ([CLS],
+    pieces, [SEP]) by the export's own vocab."""
+    from bert_tf.text.tokenizer import BertTokenizer
+
+    tokenizer = BertTokenizer(str(Path(export_dir) / "assets" / "vocab.txt"))
+    lengths = tokenizer(tf.constant(texts)).row_lengths().numpy() + 2
+    return [text for text, length in zip(texts, lengths) if length == rows]
+
+
+def against_request(request, export_dir, texts, calls, rows=REQUEST_ROWS,
+                    session_config=None):
+    """(request p50 ms, matmuls' p50 ms, matmul count) at batch 1: an int8
+    export's request (`request(text)`, as served) over the `texts` of
+    `rows` token rows, and the export's block matmuls at those rows
+    alone, as exports run them (`tensorflow_request(..., parts=2)`:
+    random weights of the export's shape, a fixed input range),
+    alternated in rounds in one process, so that a slow spell of the host
+    falls on both alike. The matmuls run as a `tf.function`, or in a TF1
+    session of `session_config` (to match a request served so). The
+    request's last block may run on [CLS] alone: its own matmuls are then
+    a little less than these."""
+    from timing import interleaved_latencies
+
+    encoder = json.loads((Path(export_dir) / "assets.extra" /
+                          "bert_tf.json").read_text())["encoder"]
+    hidden, layers = encoder["hidden_size"], encoder["num_layers"]
+    chain = tensorflow_request(random_weights(hidden, layers), "int8", 2)
+    x = np.random.default_rng(1).uniform(-2, 2, (rows, hidden)).astype(
+        np.float32)
+    matmuls = lambda _: chain(x)  # noqa: E731
+    if session_config is not None:
+        graph = tf.Graph()
+        with graph.as_default():
+            fed = tf.compat.v1.placeholder(tf.float32, (None, hidden))
+            out = chain.python_function(fed)
+        session = tf.compat.v1.Session(graph=graph, config=session_config)
+        matmuls = lambda _: session.run(out, {fed: x})  # noqa: E731
+    ms = interleaved_latencies(
+        {"request": request, "matmuls": matmuls},
+        sentences_of_rows(export_dir, texts, rows)[:calls], 2 * calls,
+        rounds=10)
+    return (float(np.median(ms["request"])), float(np.median(ms["matmuls"])),
+            4 * layers)
+
+
+def ratio_line(request_ms, matmuls_ms, count):
+    """The line that states `against_request`'s figures."""
+    return (f"int8 against its matmuls, untraced, alternated: batch 1 of "
+            f"{REQUEST_ROWS} token rows p50 {request_ms:.2f} ms, its "
+            f"{count} matmuls alone at {REQUEST_ROWS} rows "
+            f"{matmuls_ms:.2f} ms: {request_ms / matmuls_ms:.2f}x")
 
 
 def p50_ms(run, x, calls):

@@ -8,7 +8,9 @@ random BERT-Base, and the real MiniLM-L6 (all-MiniLM-L6-v2 with a random
 classifier head), where fixed per-request costs show most.
 
 - Classification: real RT sentences; batch-1 p50/p99 (ms, tokenization
-  included) and batch-32 sentences per second.
+  included) and batch-32 sentences per second. Then the int8 export's
+  batch-1 request against its own matmuls alone, at 25 token rows,
+  alternated (`int8_kernels.against_request`).
 - Extractive QA (seq 384 windows, stride 128) and NER: real WNUT
   questions over their tweets, and real WNUT tweets, beside HF's
   `question-answering` and `token-classification` pipelines; batch-1
@@ -303,10 +305,13 @@ def _onnx_sessions(hf, tokenizer, directory, texts):
 def classification(args, tmp, hf, tokenizer, texts, bf16, prefix="ours"):
     """Rows of a classification table: our exports named `prefix ...`
     beside the peers on the HF model `hf`, timed in interleaved rounds;
-    {name: (p50, p99, sentences/s, nodes or None)}, and the peers'
-    versions."""
+    {name: (p50, p99, sentences/s, nodes or None)}, the peers' versions,
+    and the int8 export's request against its own matmuls (a line, or
+    None without one)."""
     import torch
 
+    import int8_kernels
+    from bert_tf.samples.readers import read_rt_snippets
     from bert_tf.serving.export import load_exported
 
     served, nodes = {}, {}
@@ -342,9 +347,15 @@ def classification(args, tmp, hf, tokenizer, texts, bf16, prefix="ours"):
     rates = interleaved_rates(
         functions, [texts[i * 32:(i + 1) * 32] for i in range(args.batches)],
         args.rounds)
+    int8 = next((name for name in served
+                 if name.startswith(f"{prefix} int8")), None)
+    int8_line = int8 and int8_kernels.ratio_line(
+        *int8_kernels.against_request(
+            lambda text: served[int8]([text]), _export_dir(tmp, int8),
+            read_rt_snippets()[0], args.calls // 2))
     return {name: (np.percentile(ms, 50), np.percentile(ms, 99),
                    rates[name], nodes.get(name))
-            for name, ms in latencies.items()}, versions
+            for name, ms in latencies.items()}, versions, int8_line
 
 
 def main():
@@ -407,8 +418,8 @@ def main():
     for title, (hf_name, prefix) in BLOCKS.items():
         if "classification" not in tables:
             break
-        rows, versions = classification(args, tmp, models[hf_name],
-                                        tokenizer, texts, bf16, prefix)
+        rows, versions, int8_line = classification(
+            args, tmp, models[hf_name], tokenizer, texts, bf16, prefix)
         _print_header(title, texts, tokenizer, versions,
                       args.intra_op_threads)
         print(f"{'':<38} {'b1 p50 ms':>10} {'b1 p99 ms':>10} "
@@ -416,6 +427,8 @@ def main():
         for name, (p50, p99, rate, nodes) in rows.items():
             print(f"{name:<38} {p50:10.2f} {p99:10.2f} {rate:11.1f} "
                   f"{nodes or '':>6}", flush=True)
+        if int8_line:
+            print(int8_line, flush=True)
     if "tasks" in tables:
         print_rows(qa_and_ner(
             args, lambda name: _export_dir(tmp, name), models, tokenizer,

@@ -27,7 +27,6 @@ exports need no flag). `--weights-may-change` profiles them without it.
 
 import argparse
 import collections
-import json
 import os
 import re
 import sys
@@ -37,17 +36,13 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 THREADS = 2
-# The token rows of the int8 request timed against its matmuls (RT
-# sentences: median 26, 339 of them at 25; earlier runs of
-# int8_kernels.py took 25).
-PAIRED_ROWS = 25
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf.checkpoints.layout import model_roots  # noqa: E402
 from bert_tf.serving.runtime import FROZEN_WEIGHTS  # noqa: E402
-from timing import interleaved_latencies, run_serving_process  # noqa: E402
+from timing import run_serving_process  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(THREADS)
 tf.config.threading.set_inter_op_parallelism_threads(THREADS)
@@ -163,53 +158,19 @@ def wall_p50(session, text_input, outputs, batches):
     return 1e3 * float(np.median(seconds))
 
 
-def sentences_of_rows(export_dir, texts, rows):
-    """The texts whose request has `rows` token rows ([CLS], pieces,
-    [SEP]) by the export's own vocab."""
-    from bert_tf.text.tokenizer import BertTokenizer
-
-    tokenizer = BertTokenizer(str(export_dir / "assets" / "vocab.txt"))
-    lengths = tokenizer(tf.constant(texts)).row_lengths().numpy() + 2
-    return [text for text, length in zip(texts, lengths) if length == rows]
-
-
 def against_matmuls(session, text_input, outputs, export_dir, texts,
-                    calls, rows=PAIRED_ROWS):
-    """(request p50 ms, matmuls' p50 ms, matmul count) at batch 1: the
-    request as served over sentences of `rows` token rows, and the
-    export's block matmuls at those rows alone, in int8 as exports run
-    them (`int8_kernels.py --column-parts 2`: random weights of the
-    export's shape, a fixed input range), alternated in rounds in this
-    process, so that a slow spell of the host falls on both alike. (The
-    request's last block runs the feed-forward on [CLS] alone: its own
-    matmuls are a little less than these.)"""
+                    calls, intra_op_threads):
+    """The line of `int8_kernels.against_request` on the session's
+    request, its matmuls in a session of the same threads."""
     unset = FROZEN_WEIGHTS not in os.environ
     import int8_kernels
     if unset:  # int8 serves without it; the module sets it by default
         os.environ.pop(FROZEN_WEIGHTS, None)
-    encoder = json.loads((export_dir / "assets.extra" / "bert_tf.json")
-                         .read_text())["encoder"]
-    hidden, layers = encoder["hidden_size"], encoder["num_layers"]
-    request = int8_kernels.tensorflow_request(
-        int8_kernels.random_weights(hidden, layers), "int8", parts=2)
-    # In a session of its own, configured as the request's: one runtime.
-    graph = tf.Graph()
-    with graph.as_default():
-        x = tf.compat.v1.placeholder(tf.float32, (None, hidden))
-        y = request.python_function(x)
-    matmuls = tf.compat.v1.Session(graph=graph, config=session_config(
-        tf.config.threading.get_intra_op_parallelism_threads()))
-    rows_in = np.random.default_rng(1).uniform(
-        -2, 2, (rows, hidden)).astype(np.float32)
-    functions = {
-        "request": lambda text: session.run(
+    return int8_kernels.ratio_line(*int8_kernels.against_request(
+        lambda text: session.run(
             outputs, {text_input: np.array([text], dtype=object)}),
-        "matmuls": lambda _: matmuls.run(y, {x: rows_in})}
-    ms = interleaved_latencies(
-        functions, sentences_of_rows(export_dir, texts, rows)[:calls],
-        2 * calls, rounds=10)
-    return (float(np.median(ms["request"])), float(np.median(ms["matmuls"])),
-            4 * layers)
+        export_dir, texts, calls,
+        session_config=session_config(intra_op_threads)))
 
 
 def report(title, times, fusions, wall_ms, top):
@@ -281,12 +242,9 @@ def main():
                                  batches[:max(2, calls // 3)])
         report(f"batch {size}", times, fusions, wall, args.top)
     if args.precision == "int8":
-        request, matmuls, count = against_matmuls(
-            session, text_input, outputs, export_dir, texts, args.calls)
-        print(f"\nint8 against its matmuls, untraced, alternated: batch 1 "
-              f"of {PAIRED_ROWS} token rows p50 {request:.2f} ms, its "
-              f"{count} matmuls alone at {PAIRED_ROWS} rows {matmuls:.2f} "
-              f"ms: {request / matmuls:.2f}x")
+        print("\n" + against_matmuls(session, text_input, outputs,
+                                      export_dir, texts, args.calls,
+                                      args.intra_op_threads))
 
 
 if __name__ == "__main__":
