@@ -43,8 +43,6 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-# fp32 as served: oneDNN keeps each matmul's packed weights.
-os.environ.setdefault("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", "1")
 THREADS = 2
 
 import numpy as np  # noqa: E402
@@ -214,11 +212,10 @@ def sentences_of_rows(export_dir, texts, rows):
     return [text for text, length in zip(texts, lengths) if length == rows]
 
 
-def against_request(request, export_dir, texts, calls, rows=REQUEST_ROWS,
-                    session_config=None):
+def against_request(request, export_dir, texts, calls, session_config=None):
     """(request p50 ms, matmuls' p50 ms, matmul count) at batch 1: an int8
     export's request (`request(text)`, as served) over the `texts` of
-    `rows` token rows, and the export's block matmuls at those rows
+    `REQUEST_ROWS` token rows, and the export's block matmuls at those rows
     alone, as exports run them (`tensorflow_request(..., parts=2)`:
     random weights of the export's shape, a fixed input range),
     alternated in rounds in one process, so that a slow spell of the host
@@ -232,8 +229,8 @@ def against_request(request, export_dir, texts, calls, rows=REQUEST_ROWS,
                           "bert_tf.json").read_text())["encoder"]
     hidden, layers = encoder["hidden_size"], encoder["num_layers"]
     chain = tensorflow_request(random_weights(hidden, layers), "int8", 2)
-    x = np.random.default_rng(1).uniform(-2, 2, (rows, hidden)).astype(
-        np.float32)
+    x = np.random.default_rng(1).uniform(
+        -2, 2, (REQUEST_ROWS, hidden)).astype(np.float32)
     matmuls = lambda _: chain(x)  # noqa: E731
     if session_config is not None:
         graph = tf.Graph()
@@ -244,7 +241,7 @@ def against_request(request, export_dir, texts, calls, rows=REQUEST_ROWS,
         matmuls = lambda _: session.run(out, {fed: x})  # noqa: E731
     ms = interleaved_latencies(
         {"request": request, "matmuls": matmuls},
-        sentences_of_rows(export_dir, texts, rows)[:calls], 2 * calls,
+        sentences_of_rows(export_dir, texts, REQUEST_ROWS)[:calls], 2 * calls,
         rounds=10)
     return (float(np.median(ms["request"])), float(np.median(ms["matmuls"])),
             4 * layers)
@@ -271,6 +268,9 @@ def p50_ms(run, x, calls):
 
 def main():
     global THREADS
+    # fp32 as served: oneDNN keeps each matmul's packed weights (read at
+    # the first matmul; not on import, for scripts that serve int8).
+    os.environ.setdefault("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", "1")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[12, 24, 48],
                         help="token rows per request (a batch-1 RT "

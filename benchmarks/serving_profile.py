@@ -162,10 +162,8 @@ def against_matmuls(session, text_input, outputs, export_dir, texts,
                     calls, intra_op_threads):
     """The line of `int8_kernels.against_request` on the session's
     request, its matmuls in a session of the same threads."""
-    unset = FROZEN_WEIGHTS not in os.environ
     import int8_kernels
-    if unset:  # int8 serves without it; the module sets it by default
-        os.environ.pop(FROZEN_WEIGHTS, None)
+
     return int8_kernels.ratio_line(*int8_kernels.against_request(
         lambda text: session.run(
             outputs, {text_input: np.array([text], dtype=object)}),
