@@ -20,7 +20,8 @@ there.
 
     git worktree add ../before <commit>
     .venv/bin/python benchmarks/compare_exports.py ../before . \\
-        [--precisions fp32 bf16 int8] [--preset bert_base] [--rounds 10]
+        [--precisions fp32 bf16 int8] [--preset bert_base] [--rounds 10] \\
+        [--intra-op-threads 1]
 """
 
 import argparse
@@ -66,17 +67,18 @@ def _single(request):
     return lambda text: request(np.array([text], dtype=object))
 
 
-def time_exports(named, rounds):
+def time_exports(named, rounds, intra_op_threads):
     """{name: (b1 p50 ms, b32 sentences/s, nodes)} of the exports in
-    `named` ([(name, path)]), loaded in that order into this process and
-    timed in interleaved rounds."""
+    `named` ([(name, path)]), loaded in that order into this process with
+    `intra_op_threads` threads within an op, and timed in interleaved
+    rounds."""
     from bert_tf.samples.readers import read_rt_snippets
     from serving_profile import load_session
 
     texts, _ = read_rt_snippets()
     batches = [np.array(texts[i * 32:(i + 1) * 32], dtype=object)
                for i in range(3 * rounds)]
-    sessions = {name: (load_session(path),
+    sessions = {name: (load_session(path, intra_op_threads),
                        executed_nodes(path, {"text": [texts[0]]}))
                 for name, path in named}
     calls = {name: _request(*session)
@@ -89,11 +91,12 @@ def time_exports(named, rounds):
                    sessions[name][1]) for name in sessions}
 
 
-def _timed_in_a_process(named, rounds):
+def _timed_in_a_process(named, rounds, intra_op_threads):
     """`time_exports` in a fresh process (this script, `--time`)."""
     process = subprocess.run(
         [sys.executable, __file__, "--time", json.dumps(named),
-         "--rounds", str(rounds)], check=True, capture_output=True,
+         "--rounds", str(rounds), "--intra-op-threads",
+         str(intra_op_threads)], check=True, capture_output=True,
         text=True)
     return json.loads(process.stdout.strip().splitlines()[-1])
 
@@ -105,17 +108,23 @@ def main():
                         default=["fp32", "bf16", "int8"])
     parser.add_argument("--preset", default="bert_base")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--intra-op-threads", type=int, default=None,
+                        help="threads within an op (default: "
+                             "serving_profile.py's; served exports run "
+                             "fastest with 1: benchmarks/serving.py)")
     parser.add_argument("--time", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    from serving_profile import THREADS
+
+    threads = args.intra_op_threads or THREADS
     if args.time:
-        print(json.dumps(time_exports(json.loads(args.time), args.rounds)))
+        print(json.dumps(time_exports(json.loads(args.time), args.rounds,
+                                      threads)))
         return
     if len(args.checkouts) != 2:
         parser.error("give two checkouts: before and after")
 
     import tensorflow as tf
-
-    from serving_profile import THREADS
 
     with tempfile.TemporaryDirectory() as tmp:
         named = []
@@ -125,10 +134,10 @@ def main():
                     f"{index}: {checkout.resolve().name} {precision}",
                     str(build(checkout, Path(tmp) / str(index) / precision /
                               "export" / "1", args.preset, precision))))
-        forward = _timed_in_a_process(named, args.rounds)
-        backward = _timed_in_a_process(named[::-1], args.rounds)
-    print(f"{args.preset} classifier; TF {tf.__version__}, {THREADS} "
-          f"threads, {os.cpu_count()} cores; {args.rounds} rounds in each "
+        forward = _timed_in_a_process(named, args.rounds, threads)
+        backward = _timed_in_a_process(named[::-1], args.rounds, threads)
+    print(f"{args.preset} classifier; TF {tf.__version__}, {threads} "
+          f"threads within an op, {os.cpu_count()} cores; {args.rounds} rounds in each "
           f"load order; {time.strftime('%Y-%m-%d')}")
     print(f"{'export':<28} {'b1 p50 ms (in order / reversed / mean)':>40} "
           f"{'b32 sent/s (in order / reversed / mean)':>41} {'nodes':>6}")
