@@ -137,8 +137,8 @@ def main():
         forward = _timed_in_a_process(named, args.rounds, threads)
         backward = _timed_in_a_process(named[::-1], args.rounds, threads)
     print(f"{args.preset} classifier; TF {tf.__version__}, {threads} "
-          f"threads within an op, {os.cpu_count()} cores; {args.rounds} rounds in each "
-          f"load order; {time.strftime('%Y-%m-%d')}")
+          f"threads within an op, {os.cpu_count()} cores; {args.rounds} "
+          f"rounds in each load order; {time.strftime('%Y-%m-%d')}")
     print(f"{'export':<28} {'b1 p50 ms (in order / reversed / mean)':>40} "
           f"{'b32 sent/s (in order / reversed / mean)':>41} {'nodes':>6}")
     for name, _ in named:
