@@ -71,24 +71,27 @@ def random_weights(hidden, layers, seed=0):
 
 
 def chain(matmuls, x, first_columns):
-    """The matmuls in order; after each qkv, its first H columns."""
+    """The matmuls in order; after each qkv, its first H columns (of each
+    of its parts, as a list, where it hands them on in parts)."""
     for index, matmul in enumerate(matmuls):
         x = matmul(x)
         if index % 4 == 0:
-            x = first_columns(x)
+            x = [first_columns(part, len(x)) for part in x] if isinstance(
+                x, list) else first_columns(x, 1)
     return x
 
 
 def tensorflow_request(weights, precision, parts=1):
     """TF's matmuls as exports run them (`bert_tf.models.served.
-    SplitMatmuls`): each as `parts` matmuls on its kernel's column slices,
-    concatenated, but the feed-forward's: its input layer hands its column
-    parts to the output layer, which multiplies each by its rows of the
-    kernel and adds the products."""
+    SplitMatmuls`): each as `parts` matmuls, the query/key/value's and the
+    feed-forward input's on their kernels' column slices (head groups:
+    random weights, so any columns time alike), each handing its parts to
+    the next layer, which multiplies each by its rows of the kernel and
+    adds the products."""
     hidden = weights[0][0].shape[0]
     layers = []
     for index, (kernel, bias) in enumerate(weights):
-        hands_parts = parts > 1 and index % 4 == 2
+        hands_parts = parts > 1 and index % 4 in (0, 2)
         if precision == "int8":
             quantized, scale = int8.quantize_kernel(kernel)
             layer = int8.Int8Dense(quantized, scale, bias,
@@ -105,7 +108,7 @@ def tensorflow_request(weights, precision, parts=1):
 
     def request(x):
         x = chain(layers, tf.cast(x, tf.bfloat16) if precision == "bf16"
-                  else x, lambda y: y[:, :hidden])
+                  else x, lambda y, parts: y[:, :hidden // parts])
         return tf.cast(x, tf.float32)
     return tf.function(request)
 

@@ -255,11 +255,11 @@ def assert_bf16_keeps_norms_and_tables_float32(dtypes):
         assert any(part in name for name in kept), (part, kept)
     wrong = [name for name in kept if dtypes[name] != tf.float32]
     assert not wrong, f"must stay float32, but are not: {wrong}"
-    # A bf16 export holds each block kernel as its column slices (the
-    # feed-forward output's as row slices: `bert_tf.models.served.
-    # SplitMatmuls`).
+    # A bf16 export holds each block kernel as its slices (columns, rows or
+    # head groups: `bert_tf.models.served.SplitMatmuls`).
     kernels = [name for name in dtypes if re.search(
-        r"kernel(_(part|rows)\d+)?:0$", name) and "transformer_layer" in name]
+        r"kernel(_(part|rows|heads)\d+)?:0$", name) and
+        "transformer_layer" in name]
     assert kernels and all(dtypes[k] == tf.bfloat16 for k in kernels), {
         k: dtypes[k] for k in kernels}
 

@@ -378,12 +378,14 @@ def test_served_first_token_only_matches_in_every_served_precision(
 
 def test_served_matmuls_in_column_halves_match_in_every_served_precision(
         tiny_config):
-    """Exports run each block matmul as two on its kernel's column halves
-    (`SplitMatmuls`), but the feed-forward output layer, which takes the
-    intermediate layer's halves on its kernel's row halves with no
-    concatenation between: float kernels become half variables the export
-    holds in their place, int8 layers split their own constants; the
-    outputs are the unsplit ones."""
+    """Exports run each block matmul as two (`SplitMatmuls`): the
+    query/key/value matmul on each head group's columns, whose attention
+    runs apart and whose output the attention's output layer takes on its
+    kernel's row halves; the intermediate layer on its column halves, which
+    the feed-forward output layer takes likewise on its row halves. No
+    concatenation is left between them; float kernels become variables the
+    export holds in their place, int8 layers split their own constants;
+    the outputs are the unsplit ones."""
     from bert_tf.tasks.classification.model import BertClassifier
 
     encoder = BertEncoder(**tiny_config)
@@ -394,16 +396,16 @@ def test_served_matmuls_in_column_halves_match_in_every_served_precision(
     names = [v.name for v in split.variables]
     for v in classifier.variables:
         if id(v) in split.matmuls.kernels:
-            part = "rows" if v.path.endswith("/output_dense/kernel") and \
-                "attention" not in v.path else "part"
+            part = "rows" if v.path.endswith("/output_dense/kernel") \
+                else "heads" if v.path.endswith("/qkv/kernel") else "part"
             assert f"{v.path}_{part}0:0" in names and f"{v.path}:0" not in \
                 names, v.path
-    assert len(split.matmuls.row_split) == tiny_config["num_layers"]
-    # Two concatenations more a layer (query/key/value, attention output).
-    concats = [sum(n.op == "ConcatV2" for n in _nodes(tf.function(served),
-                                                       inputs))
+    assert len(split.matmuls.row_split) == 2 * tiny_config["num_layers"]
+    # Of activations; shapes aside.
+    concats = [sum(n.op == "ConcatV2" and n.attr["T"].type != tf.int32
+                   for n in _nodes(tf.function(served), inputs))
                for served in (split, ServedModel(classifier))]
-    assert concats[0] - concats[1] == 2 * tiny_config["num_layers"]
+    assert concats == [0, 0], concats
     np.testing.assert_allclose(tf.function(split)(inputs),
                                tf.function(ServedModel(classifier))(inputs),
                                atol=1e-5)
@@ -412,6 +414,19 @@ def test_served_matmuls_in_column_halves_match_in_every_served_precision(
     np.testing.assert_allclose(
         tf.function(ServedModel(classifier, matmul_parts=2))(inputs),
         tf.function(ServedModel(classifier))(inputs), rtol=1e-5, atol=1e-7)
+
+
+def test_head_groups_are_the_query_key_value_columns_of_their_heads():
+    """`head_group_columns`: each group's query, key and value columns of
+    its own heads, every column once."""
+    from bert_tf.layers.transformer import MultiHeadSelfAttention
+
+    attention = MultiHeadSelfAttention(8, 4)
+    first, second = attention.head_group_columns(2)
+    assert first.tolist() == [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19]
+    assert sorted(first.tolist() + second.tolist()) == list(range(24))
+    with pytest.raises(ValueError, match="4 heads do not split in 3"):
+        attention.head_group_columns(3)
 
 
 def _softmax_dtypes(function, inputs):

@@ -370,10 +370,11 @@ def test_bf16_export_agrees_with_fp32(exported, tmp_path):
 def test_bf16_export_holds_split_kernels_once_and_teaches(exported,
                                                          tmp_path,
                                                          monkeypatch):
-    """A bf16 export holds each block kernel as its two column slices (the
-    feed-forward output's as its two row slices; the served graph runs
-    them side by side), not beside the whole kernel; a teacher read from
-    the export gets the kernels back whole."""
+    """A bf16 export holds each block kernel as its two slices (the
+    query/key/value kernel's head groups, the output layers' row slices,
+    the intermediate's column slices; the served graph runs them side by
+    side), not beside the whole kernel; a teacher read from the export
+    gets the kernels back whole."""
     from bert_tf import precision
     from bert_tf.distill.teacher import teacher_of
 
@@ -384,14 +385,14 @@ def test_bf16_export_holds_split_kernels_once_and_teaches(exported,
     export_lib.export_model(run_dir, out, log=lambda *a: None,
                             precision="bf16")
     names = [v.name for v in export_lib.load_exported(out).model_variables]
-    for part in ("_part", "_rows"):
+    for part in ("_part", "_rows", "_heads"):
         halves = [n for n in names if part in n]
         assert halves and len(halves) % 2 == 0
         assert all(n.replace(f"{part}0", f"{part}1") in names
                    and n.replace(f"{part}0", "") not in names
                    for n in halves if f"{part}0" in n)
-    assert all("/output_dense/" in n and "attention" not in n
-               for n in names if "_rows" in n)
+    assert all("/output_dense/" in n for n in names if "_rows" in n)
+    assert all("/qkv/" in n for n in names if "_heads" in n)
     model, _, _ = load_classifier(run_dir)
     _, teacher, _, _ = teacher_of(out)
     want = {v.path: v.numpy() for v in model.variables}

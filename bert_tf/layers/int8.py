@@ -207,22 +207,29 @@ class Int8Dense(keras.layers.Layer):
 
     def call(self, x, residual=None, column_parts=1, output_parts=False):
         """`column_parts`: the kernels the matmul runs as, one per slice
-        of the output columns (served encoders: `bert_tf.models.served`);
-        the outputs are the same. `output_parts`: the column parts'
+        of the output columns (served encoders: `bert_tf.models.served`),
+        or a list of each part's columns (index arrays of equal length,
+        such as the attention's `head_group_columns`); the outputs are the
+        same, or those columns. `output_parts`: the column parts'
         outputs as a list, not concatenated. `x` may be such a list (its
         input's column slices, in order): each slice multiplies its rows
         of the kernel and the products are added, with no concatenation
         before (a layer with an activation refuses it)."""
-        if self.units % column_parts:
-            raise ValueError(f"Int8Dense {self.name}: {self.units} outputs "
-                             f"do not split in {column_parts} parts.")
+        if isinstance(column_parts, int):
+            if self.units % column_parts:
+                raise ValueError(f"Int8Dense {self.name}: {self.units} "
+                                 f"outputs do not split in {column_parts} "
+                                 "parts.")
+        else:  # hashable: it keys the layer's functions
+            column_parts = tuple(tuple(int(c) for c in part)
+                                 for part in column_parts)
         inputs = list(x) if isinstance(x, (list, tuple)) else [x]
         widths = tuple(int(part.shape[-1]) for part in inputs)
         if sum(widths) != self.kernel_int8.shape[0]:
             raise ValueError(f"Int8Dense {self.name}: inputs {widths} wide "
                              f"do not add up to its "
                              f"{self.kernel_int8.shape[0]} inputs.")
-        if len(inputs) > 1 and (column_parts > 1 or output_parts or
+        if len(inputs) > 1 and (column_parts != 1 or output_parts or
                                 self.activation is not
                                 keras.activations.linear):
             raise ValueError(f"Int8Dense {self.name}: input slices are "
@@ -307,20 +314,27 @@ class Int8Dense(keras.layers.Layer):
                 keras.activations.linear:
             raise ValueError(f"Int8Dense {self.name}: a residual is added "
                              "in the kernel only without an activation.")
-        parts = _slices([self.units // column_parts] * column_parts)
         biases, residuals = [bias], [residual]
-        if column_parts > 1:
-            biases = [bias[part] for part in parts] if isinstance(
-                bias, np.ndarray) else tf.split(bias, column_parts)
-            residuals = [None] * column_parts if residual is None else \
-                tf.split(residual, column_parts, axis=-1)
+        if isinstance(column_parts, int):
+            parts = _slices([self.units // column_parts] * column_parts)
+            if column_parts > 1:
+                biases = [bias[part] for part in parts] if isinstance(
+                    bias, np.ndarray) else tf.split(bias, column_parts)
+                residuals = [None] * column_parts if residual is None else \
+                    tf.split(residual, column_parts, axis=-1)
+        else:  # each part's columns
+            parts = [np.array(part) for part in column_parts]
+            biases = [bias[part] if isinstance(bias, np.ndarray) else
+                      tf.gather(bias, part) for part in parts]
+            residuals = [None if residual is None else
+                         tf.gather(residual, part, axis=-1) for part in parts]
         outs = [self._kernel(quantized, q_low, q_high, *args)
                 for args in zip(biases, residuals, parts)]
         if _FUSED_ACTIVATIONS.get(self.activation) is None:
             outs = [self.activation(out) for out in outs]
         if output_parts:
             return outs
-        return outs[0] if column_parts == 1 else tf.concat(outs, -1)
+        return outs[0] if len(outs) == 1 else tf.concat(outs, -1)
 
     def _sliced_input_matmul(self, parts, residual=None):
         """The layer on its input's column slices `parts` [n, in_i]: one

@@ -16,6 +16,7 @@ import math
 
 import keras
 from keras import ops
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.layers.base import ConfigLayer, norm_policy, truncated_normal
@@ -125,23 +126,44 @@ class MultiHeadSelfAttention(ConfigLayer):
         self.output_dense.build((None, None, self.hidden_size))
         self.built = True
 
+    def head_group_columns(self, groups):
+        """The `qkv` kernel's columns of each of `groups` groups of heads,
+        in order: its heads' query, key and value columns. Served graphs
+        run each group's matmul and attention on a thread of its own."""
+        if self.num_heads % groups:
+            raise ValueError(f"{self.num_heads} heads do not split in "
+                             f"{groups} groups.")
+        width = self.hidden_size // groups
+        return [np.concatenate([np.arange(group * width, (group + 1) * width)
+                                + kind * self.hidden_size
+                                for kind in range(3)])
+                for group in range(groups)]
+
     def _attend(self, x, input_mask, attention_bias=None,
                 transpose=ops.transpose, token_rows=None, first_query=False,
                 float32_softmax=True, qkv=None):
-        """(attention probabilities [batch, heads, queries, seq], float32
+        """[(attention probabilities [batch, heads, queries, seq], float32
         if `float32_softmax` else in the logits' dtype; values [batch,
-        heads, seq, head_size]) of `x`: every position's query, or each
-        sequence's first only if `first_query`."""
+        heads, seq, head_size])] of `x`, for every position's query, or
+        each sequence's first only if `first_query`: one pair, or one per
+        head group where `qkv` returns a list (of `head_group_columns`)."""
         if attention_bias is None:
             attention_bias = attention_logit_bias(input_mask, self.causal)
         qkv = (qkv or self.qkv)(ops.reshape(x, (-1, self.hidden_size)))
+        return [self._group(part, attention_bias, transpose, token_rows,
+                            first_query, float32_softmax)
+                for part in (qkv if isinstance(qkv, list) else [qkv])]
+
+    def _group(self, qkv, attention_bias, transpose, token_rows, first_query,
+               float32_softmax):
+        """`_attend` for the query/key/value rows of some heads."""
+        heads = qkv.shape[-1] // (3 * self.head_size)
         if token_rows is not None:
             qkv = token_rows.to_attention(qkv)
         # [batch, seq, 3, heads, head_size]: the batch and length are the
         # bias's, which every layer shares (Grappler computes them once).
         qkv = ops.reshape(qkv, (
-            -1, ops.shape(attention_bias)[-1], 3, self.num_heads,
-            self.head_size))
+            -1, ops.shape(attention_bias)[-1], 3, heads, self.head_size))
         # [3, batch, heads, seq, head_size]: one transpose for q, k and v.
         query, key, value = ops.unstack(
             transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
@@ -174,7 +196,7 @@ class MultiHeadSelfAttention(ConfigLayer):
         """The attention distributions (float32 [batch, heads, seq, seq],
         before dropout) of the input `x` [batch, seq, H]: what
         distillation matches (MiniLM, TinyBERT)."""
-        return self._attend(x, input_mask)[0]
+        return self._attend(x, input_mask)[0][0]
 
     def call(self, x, input_mask=None, training=None, attention_bias=None,
              rows_shape=None, transpose=None, token_rows=None,
@@ -197,8 +219,9 @@ class MultiHeadSelfAttention(ConfigLayer):
         `attention_bias`: `attention_logit_bias(input_mask)`, or
         `token_rows.attention_bias()`, when the caller computed it once for
         all layers (then `input_mask` may be None); `rows_shape`: the shape
-        of token rows `x`, likewise, or of the output rows. `transpose`: the heads' transpose (served graphs
-        pass `transpose_heads`); None: `ops.transpose`. `token_rows`: a
+        of token rows `x`, likewise, or of the output rows. `transpose`: the
+        heads' transpose (served graphs pass `transpose_heads`); None:
+        `ops.transpose`. `token_rows`: a
         `TokenRows` when `x` holds only its kept rows (served graphs): the
         attention runs on its layout (a `PackedRows` packs the sequences).
         `first_query`: token rows `x` of `token_rows`; the output at each
@@ -208,31 +231,47 @@ class MultiHeadSelfAttention(ConfigLayer):
         softmax accumulates in float32 and rounds its output, which the
         bf16 matmul after it would round anyway). `qkv`: what computes
         the query/key/value rows in place of the `qkv` layer (served
-        graphs: `bert_tf.models.served.SplitMatmuls`)."""
+        graphs: `bert_tf.models.served.SplitMatmuls`); where it returns a
+        list, the rows of each group of heads (`head_group_columns`), the
+        output is a list too: each group's [rows, H / groups]."""
         transpose = transpose or ops.transpose
-        probs, value = self._attend(x, input_mask, attention_bias, transpose,
-                                    token_rows, first_query, float32_softmax,
-                                    qkv)
+        groups = self._attend(x, input_mask, attention_bias, transpose,
+                              token_rows, first_query, float32_softmax, qkv)
+        contexts = [self._context(probs, value, x, training, rows_shape,
+                                  transpose, token_rows, first_query,
+                                  len(groups))
+                    for probs, value in groups]
+        return contexts if len(groups) > 1 else contexts[0]
+
+    def _context(self, probs, value, x, training, rows_shape, transpose,
+                 token_rows, first_query, groups):
+        """`context` for the heads of `probs` and `value`, one of `groups`
+        head groups: [rows, H / groups]."""
+        width = self.hidden_size // groups
         if training:
             probs = self.dropout(ops.cast(probs, self.compute_dtype),
                                  training=training)
         # The values' dtype: bf16 from an int8 query/key/value whose
         # attention runs in bf16 (`BertEncoder.to_int8`).
         context = ops.matmul(ops.cast(probs, value.dtype), value)
-        if first_query:  # [batch, heads, 1, head_size] is [batch, H] as is
-            return tf.reshape(context, (-1, self.hidden_size)
+        if groups > 1 and rows_shape is not None:
+            rows_shape = tf.concat([rows_shape[:-1], [width]], 0)
+        if first_query:  # [batch, heads, 1, head_size] is [batch, W] as is
+            return tf.reshape(context, (-1, width)
                               if rows_shape is None else rows_shape)
         context = transpose(context, (0, 2, 1, 3))
         if token_rows is not None:
             context = token_rows.from_attention(
-                tf.reshape(context, (-1, self.hidden_size)))
+                tf.reshape(context, (-1, width)))
         if len(x.shape) == 2:
-            # The rows' own shape, not (-1, H): Grappler then knows that the
-            # output has the residual's shape and fuses the block's residual
+            # The rows' own shape, not (-1, W): Grappler then knows that the
+            # output has the residual's rows and fuses the block's residual
             # add into the matmul after.
-            return tf.reshape(context, tf.shape(x) if rows_shape is None
-                              else rows_shape)
-        return ops.reshape(context, (-1, self.hidden_size))
+            if rows_shape is None:
+                rows_shape = tf.shape(x) if groups == 1 else tf.concat(
+                    [tf.shape(x)[:-1], [width]], 0)
+            return tf.reshape(context, rows_shape)
+        return ops.reshape(context, (-1, width))
 
     def compute_output_shape(self, x_shape, input_mask_shape=None):
         return x_shape

@@ -29,16 +29,21 @@ numbers are the same (to float32 rounding); the graph is smaller:
   a batch's sequences two to a row where both fit in the longest one's
   length, each masked from the other; one text is not packed;
 - each block matmul of an encoder at least 768 wide
-  (`bert_tf.precision.Precision.matmul_parts_for`) runs as two matmuls on
-  its kernel's column halves, but the feed-forward output, which takes the
-  intermediate's halves as they come on its kernel's row halves and adds
-  the two products (no [rows, 3072] concatenation between them: bf16
-  BERT-Base on 2 EPYC cores, one thread within an op, 11.9 -> 10.5 ms at
-  batch 1, 211 -> 196 ms for 32 sentences; docs/benchmarks.md)
-  (`SplitMatmuls`: a float kernel's halves are variables of their own, an
-  int8 layer's constants), which TensorFlow's inter-op threads run side by
-  side: oneDNN's kernels hardly use a second core at a text's few rows, so
-  exports serve fastest with one thread within an op (docs/benchmarks.md);
+  (`bert_tf.precision.Precision.matmul_parts_for`) runs as two matmuls,
+  which TensorFlow's inter-op threads run side by side: oneDNN's kernels
+  hardly use a second core at a text's few rows, so exports serve fastest
+  with one thread within an op (docs/benchmarks.md). The query/key/value
+  matmul runs on each half of the heads' columns, and each half's
+  attention on its own; the attention's output layer takes the two
+  halves' context rows on its kernel's row halves and adds the products.
+  The feed-forward runs so too: the intermediate layer on its kernel's
+  column halves, the output layer on its row halves. So a block's two
+  threads meet only at its two residual adds (`SplitMatmuls`: a float
+  kernel's halves are variables of their own, an int8 layer's constants;
+  BERT-Base on 2 EPYC cores, one thread within an op, batch 1: no
+  concatenation between the feed-forward's layers, bf16 11.9 -> 10.5 ms;
+  the attention in head halves, fp32 32.7 -> 30.3 ms, int8 15.3 -> 14.4;
+  docs/benchmarks.md);
 - the pooler runs only for a head that reads it;
 - for a head that reads `[CLS]` alone (`reads_first_token_only`), the
   last block computes the first token's output only: its keys and values
@@ -229,16 +234,19 @@ def block_matmuls(block):
 
 class SplitMatmuls:
     """How a served encoder runs its block matmuls: each as `parts`
-    matmuls on its kernel's column slices, concatenated, which TensorFlow's
-    inter-op threads run side by side (oneDNN's kernels hardly use a
-    second core at a text's few rows). The feed-forward output layer takes
-    the intermediate layer's column parts as they come (`output_parts`),
-    each on its own rows of the kernel, and adds the products: no
-    [rows, intermediate] concatenation between them. A float kernel's
-    slices are variables of their own (`kernels`, named `<kernel
-    path>_part<i>` for columns, `<kernel path>_rows<i>` for rows), which
-    exports hold in place of the kernel (`ServedModel.variables`); an int8
-    layer slices its constants itself (`Int8Dense`).
+    matmuls, which TensorFlow's inter-op threads run side by side
+    (oneDNN's kernels hardly use a second core at a text's few rows). The
+    query/key/value matmul runs on each head group's columns
+    (`query_key_value`), whose attention runs apart; the intermediate
+    layer on its kernel's column slices. The layers after them, the
+    attention's and the feed-forward's output layers, take those parts as
+    they come (`output_parts`), each on its own rows of the kernel, and add
+    the products: no concatenation between. A float kernel's slices are
+    variables of their own (`kernels`, named `<kernel path>_part<i>` for
+    columns, `<kernel path>_rows<i>` for rows, `<kernel path>_heads<i>`
+    for head groups), which exports hold in place of the kernel
+    (`ServedModel.variables`); an int8 layer slices its constants itself
+    (`Int8Dense`).
 
     Called as `matmuls(dense, x)` it returns `dense(x)`; with `residual`,
     `residual + dense(x)` in the residual's dtype: an int8 layer adds it
@@ -251,27 +259,62 @@ class SplitMatmuls:
         self.parts = parts
         self.kernels = {}  # {id(kernel): [tf.Variable]}
         self.row_split = set()  # ids of the kernels split by rows
+        self.columns = {}  # {id(kernel): each part's columns}
         if parts <= 1:
             return
         with tf.init_scope():
             for block in encoder.transformer_layers:
                 for dense in block_matmuls(block):
-                    if not foldable(dense) or dense.units % parts:
-                        continue
-                    by_rows = dense is block.output_dense
-                    if by_rows and id(block.intermediate.kernel) not in \
-                            self.kernels:
-                        continue
-                    kernel = dense.kernel
-                    self.kernels[id(kernel)] = [
-                        tf.Variable(value, trainable=False, name=(
-                            f"{kernel.path}_{'rows' if by_rows else 'part'}"
-                            f"{index}"))
-                        for index, value in enumerate(np.split(
-                            kernel.numpy(), parts, axis=0 if by_rows
-                            else -1))]
-                    if by_rows:
-                        self.row_split.add(id(kernel))
+                    if foldable(dense) and not dense.units % parts:
+                        self._split(block, dense)
+
+    def _split(self, block, dense):
+        """`dense`'s kernel as variables of its parts: the query/key/value
+        kernel's by head groups, the attention's and the feed-forward's
+        output kernels by rows (where the layer before them is split), the
+        others by columns."""
+        kernel, value = dense.kernel, dense.kernel.numpy()
+        fed_by = {id(block.attention.output_dense): block.attention.qkv,
+                  id(block.output_dense): block.intermediate}.get(id(dense))
+        if fed_by is not None:
+            if id(fed_by.kernel) not in self.kernels:
+                return
+            values, name = np.split(value, self.parts, axis=0), "rows"
+            self.row_split.add(id(kernel))
+        elif dense is block.attention.qkv:
+            columns = self.head_groups(block.attention)
+            if columns is None:
+                return
+            self.columns[id(kernel)] = columns
+            values, name = [value[:, c] for c in columns], "heads"
+        else:
+            values, name = np.split(value, self.parts, axis=-1), "part"
+        self.kernels[id(kernel)] = [
+            tf.Variable(part, trainable=False, name=f"{kernel.path}_{name}"
+                        f"{index}") for index, part in enumerate(values)]
+
+    def head_groups(self, attention):
+        """The query/key/value columns of each of the attention's head
+        groups, one group a part, or None (one part, or heads that do not
+        split so)."""
+        if self.parts <= 1 or attention.num_heads % self.parts:
+            return None
+        return attention.head_group_columns(self.parts)
+
+    def query_key_value(self, attention, x):
+        """The attention's query/key/value rows of `x`: a list of each
+        head group's where its matmul runs in parts (`head_groups`)."""
+        qkv = attention.qkv
+        columns = self.head_groups(attention)
+        if columns is None or not (isinstance(qkv, Int8Dense) or
+                                   id(qkv.kernel) in self.kernels):
+            return self(qkv, x)
+        if isinstance(qkv, Int8Dense):
+            return qkv(x, column_parts=tuple(tuple(c.tolist())
+                                             for c in columns),
+                       output_parts=True)
+        return self._float(qkv, x, self.kernels[id(qkv.kernel)], True,
+                           columns)
 
     def __call__(self, dense, x, residual=None, output_parts=False):
         if isinstance(x, list) and len(x) == 1:
@@ -294,12 +337,13 @@ class SplitMatmuls:
             residual + tf.cast(out, residual.dtype)
 
     @staticmethod
-    def _float(dense, x, kernels, output_parts=False):
+    def _float(dense, x, kernels, output_parts=False, columns=None):
         if kernels is None:
             return [dense(x)] if output_parts else dense(x)
         x = tf.cast(x, dense.compute_dtype)
-        biases = tf.split(tf.cast(dense.bias.value, dense.compute_dtype),
-                          len(kernels))
+        bias = tf.cast(dense.bias.value, dense.compute_dtype)
+        biases = tf.split(bias, len(kernels)) if columns is None else [
+            tf.gather(bias, c) for c in columns]
         outs = [dense.activation(tf.nn.bias_add(tf.linalg.matmul(x, kernel),
                                                 bias))
                 for kernel, bias in zip(kernels, biases)]
@@ -352,7 +396,8 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
                 rows_shape=rows_shape,
                 transpose=transpose_heads, token_rows=layout,
                 first_query=first_token_only, float32_softmax=False,
-                qkv=lambda x: matmuls(attention.qkv, x)), residual)
+                qkv=lambda x: matmuls.query_key_value(attention, x)),
+                residual)
     rows = served_layer_norm(block.attention_norm, rows, add_beta=not fold)
     missing = beta_of(block.attention_norm, values) if fold else None
     with biases_with(missing, values, fed=[block.intermediate],

@@ -26,9 +26,10 @@ def graph_constants(export_dir, names):
 
 def joined_kernel_parts(variables):
     """`variables` with each run of a kernel's column slices (named
-    `<kernel path>_part<i>`) or row slices (`<kernel path>_rows<i>`:
-    `bert_tf.models.served.SplitMatmuls`) joined back into one tensor, in
-    order."""
+    `<kernel path>_part<i>`), row slices (`<kernel path>_rows<i>`) or
+    head groups' query/key/value columns (`<kernel path>_heads<i>`: each
+    [in, 3 * W] of its heads' query, key and value columns; `bert_tf.
+    models.served.SplitMatmuls`) joined back into one tensor, in order."""
     import re
 
     import tensorflow as tf
@@ -36,11 +37,10 @@ def joined_kernel_parts(variables):
     joined, run, run_key = [], [], None
     for variable in [*variables, None]:
         match = variable is not None and re.fullmatch(
-            r"(.*)_(part|rows)\d+(:\d+)?", variable.name)
+            r"(.*)_(part|rows|heads)\d+(:\d+)?", variable.name)
         key = match.group(1, 2) if match else None
         if run and key != run_key:
-            joined.append(tf.concat(run, axis=0 if run_key[1] == "rows"
-                                    else -1))
+            joined.append(_joined(run, run_key[1]))
             run = []
         if match:
             run.append(variable)
@@ -48,6 +48,17 @@ def joined_kernel_parts(variables):
         elif variable is not None:
             joined.append(variable)
     return joined
+
+
+def _joined(parts, kind):
+    """One kernel from its `parts` of `kind` (`joined_kernel_parts`)."""
+    import tensorflow as tf
+
+    if kind == "heads":  # [in, 3, W] each: query, key, value side by side
+        rows = tf.shape(parts[0])[0]
+        return tf.reshape(tf.concat([tf.reshape(part, (rows, 3, -1))
+                                     for part in parts], axis=-1), (rows, -1))
+    return tf.concat(parts, axis=0 if kind == "rows" else -1)
 
 
 def restore_exported_weights(model, loaded, export_dir):
