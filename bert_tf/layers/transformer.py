@@ -237,6 +237,9 @@ class MultiHeadSelfAttention(ConfigLayer):
         transpose = transpose or ops.transpose
         groups = self._attend(x, input_mask, attention_bias, transpose,
                               token_rows, first_query, float32_softmax, qkv)
+        if len(groups) > 1 and rows_shape is not None:  # each group's
+            rows_shape = tf.concat([rows_shape[:-1], [
+                self.hidden_size // len(groups)]], 0)
         contexts = [self._context(probs, value, x, training, rows_shape,
                                   transpose, token_rows, first_query,
                                   len(groups))
@@ -246,7 +249,8 @@ class MultiHeadSelfAttention(ConfigLayer):
     def _context(self, probs, value, x, training, rows_shape, transpose,
                  token_rows, first_query, groups):
         """`context` for the heads of `probs` and `value`, one of `groups`
-        head groups: [rows, H / groups]."""
+        head groups: [rows, H / groups] (`rows_shape`, if given, is
+        that)."""
         width = self.hidden_size // groups
         if training:
             probs = self.dropout(ops.cast(probs, self.compute_dtype),
@@ -254,8 +258,6 @@ class MultiHeadSelfAttention(ConfigLayer):
         # The values' dtype: bf16 from an int8 query/key/value whose
         # attention runs in bf16 (`BertEncoder.to_int8`).
         context = ops.matmul(ops.cast(probs, value.dtype), value)
-        if groups > 1 and rows_shape is not None:
-            rows_shape = tf.concat([rows_shape[:-1], [width]], 0)
         if first_query:  # [batch, heads, 1, head_size] is [batch, W] as is
             return tf.reshape(context, (-1, width)
                               if rows_shape is None else rows_shape)

@@ -259,7 +259,6 @@ class SplitMatmuls:
         self.parts = parts
         self.kernels = {}  # {id(kernel): [tf.Variable]}
         self.row_split = set()  # ids of the kernels split by rows
-        self.columns = {}  # {id(kernel): each part's columns}
         if parts <= 1:
             return
         with tf.init_scope():
@@ -285,7 +284,6 @@ class SplitMatmuls:
             columns = self.head_groups(block.attention)
             if columns is None:
                 return
-            self.columns[id(kernel)] = columns
             values, name = [value[:, c] for c in columns], "heads"
         else:
             values, name = np.split(value, self.parts, axis=-1), "part"
