@@ -19,6 +19,7 @@ per-call range. All on 2 threads (`--threads`); TF's fp32 and bf16 with
     .venv-bench/bin/python benchmarks/int8_kernels.py [--rows 12 24 48]
         [--calls 200] [--shape bert_base|minilm] [--precisions int8 fp32 bf16]
         [--threads 2] [--column-parts 1]
+    .venv-bench/bin/python benchmarks/int8_kernels.py --meetings --rows 25
 
 `--threads 1` runs every kernel on one thread (TF's as with TF Serving's
 `--tensorflow_intra_op_parallelism=1`; the peers' too). `--column-parts 2`
@@ -29,6 +30,12 @@ side on the inter-op threads, as exports run them.
 Prints the p50 per request of each. Needs `onnx`, `onnxruntime` and
 `openvino` (the bench environment, `make bench`); bf16 only on a CPU with
 AVX512_BF16 or AMX (elsewhere it is emulated, and skipped).
+
+`--meetings` asks what a block's two threads pay where they meet
+(`meeting_costs`): TensorFlow's executor runs small ops on the thread
+that readied them, so the other one sits idle through the layer norm
+after each output layer until it takes its half of the next matmul
+(docs/benchmarks.md: the norms there cost a request about 0.9 ms).
 
 `against_request` times an int8 export's batch-1 request against these
 matmuls at its rows, alternated in one process (`serving.py` and
@@ -45,11 +52,13 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 THREADS = 2
 
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf import precision  # noqa: E402
 from bert_tf.layers import int8  # noqa: E402
+from bert_tf.layers.norm import LayerNorm, served_layer_norm  # noqa: E402
 
 # (hidden width, layers) of each shape.
 MODEL_SHAPES = {"bert_base": (768, 12), "minilm": (384, 6)}
@@ -70,24 +79,46 @@ def random_weights(hidden, layers, seed=0):
             for _ in range(layers) for n_in, n_out in shapes]
 
 
-def chain(matmuls, x, first_columns):
+def chain(matmuls, x, first_columns, after_outputs=None):
     """The matmuls in order; after each qkv, its first H columns (of each
-    of its parts, as a list, where it hands them on in parts)."""
+    of its parts, as a list, where it hands them on in parts); after each
+    output layer (the attention's, the feed-forward's), `after_outputs`
+    of its rows, if given."""
     for index, matmul in enumerate(matmuls):
         x = matmul(x)
         if index % 4 == 0:
             x = [first_columns(part, len(x)) for part in x] if isinstance(
                 x, list) else first_columns(x, 1)
+        elif index % 2 and after_outputs is not None:
+            x = after_outputs(x)
     return x
 
 
-def tensorflow_request(weights, precision, parts=1):
+def served_norm(hidden):
+    """A block's layer norm as served (`bert_tf.layers.norm.
+    served_layer_norm`, gamma and beta constants of the graph): a function
+    of rows [n, hidden]."""
+    norm = LayerNorm(epsilon=1e-12)
+    norm.build((None, hidden))
+    rng = np.random.default_rng(2)
+    values = [(norm.gamma, rng.uniform(0.5, 1.5, hidden)),
+              (norm.beta, rng.normal(0, 0.1, hidden))]
+
+    def normalized(rows):
+        with keras.StatelessScope(state_mapping=[
+                (v, tf.constant(value, tf.float32)) for v, value in values]):
+            return served_layer_norm(norm, rows)
+    return normalized
+
+
+def tensorflow_request(weights, precision, parts=1, norms=False):
     """TF's matmuls as exports run them (`bert_tf.models.served.
     SplitMatmuls`): each as `parts` matmuls, the query/key/value's and the
     feed-forward input's on their kernels' column slices (head groups:
     random weights, so any columns time alike), each handing its parts to
     the next layer, which multiplies each by its rows of the kernel and
-    adds the products."""
+    adds the products. `norms`: with a served layer norm after each output
+    layer, as in a block (where its two threads meet)."""
     hidden = weights[0][0].shape[0]
     layers = []
     for index, (kernel, bias) in enumerate(weights):
@@ -106,9 +137,12 @@ def tensorflow_request(weights, precision, parts=1):
                 x, tf.constant(k, dtype), tf.constant(b, dtype), parts,
                 hands))
 
+    after_outputs = served_norm(hidden) if norms else None
+
     def request(x):
         x = chain(layers, tf.cast(x, tf.bfloat16) if precision == "bf16"
-                  else x, lambda y, parts: y[:, :hidden // parts])
+                  else x, lambda y, parts: y[:, :hidden // parts],
+                  after_outputs)
         return tf.cast(x, tf.float32)
     return tf.function(request)
 
@@ -250,6 +284,56 @@ def against_request(request, export_dir, texts, calls, session_config=None):
             4 * layers)
 
 
+def meeting_costs(hidden, layers, rows, calls):
+    """What a block's two threads pay where they meet (after each output
+    layer), at batch 1: {(inter-op threads, norms): p50 ms} of the int8
+    matmuls run as exports run them (two parts, one thread within an op),
+    without and with a served layer norm at each meeting, in TF1 sessions
+    of 1 and of 2 inter-op threads, alternated in rounds. On one thread
+    the norms add only their own time; on two, also the wait for the
+    idle thread to take its half of the next matmul."""
+    from timing import interleaved_latencies
+
+    weights = random_weights(hidden, layers)
+    x = np.random.default_rng(1).uniform(
+        -2, 2, (rows, hidden)).astype(np.float32)
+    runs = {}
+    for norms in (False, True):
+        request = tensorflow_request(weights, "int8", 2, norms)
+        graph = tf.Graph()
+        with graph.as_default():
+            fed = tf.compat.v1.placeholder(tf.float32, (None, hidden))
+            out = request.python_function(fed)
+        for threads in (1, 2):
+            session = tf.compat.v1.Session(
+                graph=graph, config=tf.compat.v1.ConfigProto(
+                    intra_op_parallelism_threads=1,
+                    inter_op_parallelism_threads=threads,
+                    use_per_session_threads=True))  # not the first's pool
+            runs[threads, norms] = (
+                lambda _, session=session, out=out, fed=fed:
+                session.run(out, {fed: x}))
+    ms = interleaved_latencies(runs, [None], calls, rounds=10)
+    return {key: float(np.median(ms[key])) for key in runs}
+
+
+def meeting_lines(costs, layers):
+    """The lines that state `meeting_costs`'s figures."""
+    meetings = 2 * layers
+    lines = []
+    for threads in (1, 2):
+        plain, normed = costs[threads, False], costs[threads, True]
+        lines.append(f"  {threads} inter-op thread{'s'[:threads - 1]}: "
+                     f"matmuls {plain:.2f} ms, with a norm at each of the "
+                     f"{meetings} meetings {normed:.2f} ms ("
+                     f"{1e3 * (normed - plain) / meetings:+.0f} us each)")
+    wait = (costs[2, True] - costs[2, False] - costs[1, True] +
+            costs[1, False]) / meetings
+    lines.append(f"  the wait beyond the norm's own ops: {1e3 * wait:+.0f} "
+                 f"us a meeting, {wait * meetings:.2f} ms a request")
+    return lines
+
+
 def ratio_line(request_ms, matmuls_ms, count):
     """The line that states `against_request`'s figures."""
     return (f"int8 against its matmuls, untraced, alternated: batch 1 of "
@@ -290,7 +374,23 @@ def main():
                         "slices (the feed-forward output's on row slices), "
                         "run side by side on 2 inter-op threads (2: as "
                         "exports run them)")
+    parser.add_argument("--meetings", action="store_true",
+                        help="instead: the int8 matmuls at batch 1 as "
+                        "exports run them, without and with a layer norm "
+                        "where a block's two threads meet, on 1 and 2 "
+                        "inter-op threads (`meeting_costs`)")
     args = parser.parse_args()
+    if args.meetings:
+        if not int8.available():
+            raise SystemExit("this TensorFlow has no _QuantizedMatMul "
+                             "(oneDNN builds only)")
+        hidden, layers = MODEL_SHAPES[args.shape]
+        for rows in args.rows:
+            print(f"{args.shape}, {rows} token rows, one thread within an "
+                  f"op, p50 of {args.calls} calls:")
+            print("\n".join(meeting_lines(meeting_costs(
+                hidden, layers, rows, args.calls), layers)))
+        return
     THREADS = args.threads
     tf.config.threading.set_intra_op_parallelism_threads(THREADS)
     tf.config.threading.set_inter_op_parallelism_threads(2)
