@@ -104,6 +104,8 @@ def served_norm(hidden):
     values = [(norm.gamma, rng.uniform(0.5, 1.5, hidden)),
               (norm.beta, rng.normal(0, 0.1, hidden))]
 
+    # Not `bert_tf.models.served.vectors_as_constants`: it reads the
+    # values when traced, which the TF1 graphs of `meeting_costs` cannot.
     def normalized(rows):
         with keras.StatelessScope(state_mapping=[
                 (v, tf.constant(value, tf.float32)) for v, value in values]):
