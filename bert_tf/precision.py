@@ -178,8 +178,8 @@ class Precision:
             (`bert_tf.models.served.SplitMatmuls`): 2 in every precision,
             since oneDNN's kernels barely use a second core at a text's
             rows (docs/guides/serving.md, "Threads within an op"), for
-            encoders at least `SPLIT_FROM_HIDDEN` wide
-            (`matmul_parts_for`).
+            encoders at least `split_from_hidden()` wide on the CPU
+            that exports (`matmul_parts_for`).
     """
 
     name: str
@@ -192,16 +192,17 @@ class Precision:
     def __str__(self):
         return self.name
 
-    def matmul_parts_for(self, hidden_size):
-        """`matmul_parts` for an encoder of `hidden_size`; 1 below
-        `SPLIT_FROM_HIDDEN`, whose matmuls are too small to gain from the
-        second core.
+    def matmul_parts_for(self, hidden_size, cpuinfo="/proc/cpuinfo"):
+        """`matmul_parts` for an encoder of `hidden_size` on this CPU; 1
+        below `split_from_hidden(cpuinfo)`, whose matmuls are too small to
+        gain from the second core.
 
         Examples:
-            >>> FP32.matmul_parts_for(768), FP32.matmul_parts_for(384)
+            >>> FP32.matmul_parts_for(768, "/nonexistent"), FP32.matmul_parts_for(384, "/nonexistent")
             (2, 1)
         """
-        return self.matmul_parts if hidden_size >= SPLIT_FROM_HIDDEN else 1
+        return self.matmul_parts \
+            if hidden_size >= split_from_hidden(cpuinfo) else 1
 
     def native(self, cpuinfo="/proc/cpuinfo"):
         """Whether this CPU runs it natively (not emulated).
@@ -263,11 +264,33 @@ class Precision:
 
 
 # The smallest hidden width whose exports split their matmuls: MiniLM-L6
-# (384) int8 at batch 1 on 2 EPYC cores, one thread within an op, went
-# from 1.69-1.76 ms whole to 3.15-3.54 split (batch 32: 1029 -> 1364
+# (384) int8 at batch 1 on 2 AVX-512 EPYC cores, one thread within an op,
+# went from 1.69-1.76 ms whole to 3.15-3.54 split (batch 32: 1029 -> 1364
 # sentences/s); BERT-Base (768) gained in every precision
 # (docs/benchmarks.md).
 SPLIT_FROM_HIDDEN = 768
+# The same on a CPU with AVX2 but not AVX-512, whose matmuls take about
+# twice as long per row (TensorFlow also leaves its oneDNN rewrites off
+# there): MiniLM-L6 fp32 at batch 1 on 2 AVX2 EPYC cores, one thread
+# within an op, 13.8-16.8 ms whole against 8.6-10.6 split (batch 32: 81
+# -> 142 sentences/s; docs/benchmarks.md, "On a CPU without AVX-512").
+SPLIT_FROM_HIDDEN_AVX2 = 384
+
+
+def split_from_hidden(cpuinfo="/proc/cpuinfo"):
+    """The smallest hidden width whose exports split their block matmuls
+    on this CPU: `SPLIT_FROM_HIDDEN_AVX2` where it has AVX2 and not
+    AVX-512, else `SPLIT_FROM_HIDDEN` (also where the flags cannot be
+    read). An export keeps the choice of the CPU that made it.
+
+    Examples:
+        >>> split_from_hidden("/nonexistent")
+        768
+    """
+    flags = _cpu_flags(cpuinfo)
+    if "avx2" in flags and "avx512f" not in flags:
+        return SPLIT_FROM_HIDDEN_AVX2
+    return SPLIT_FROM_HIDDEN
 
 FP32 = Precision("fp32", "float32", row_classes=True, matmul_parts=2)
 BF16 = Precision("bf16", "bfloat16", cpu_flags=BF16_FLAGS, matmul_parts=2)

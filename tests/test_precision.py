@@ -14,6 +14,7 @@ from bert_tf import precision
 
 
 def _cpuinfo(tmp_path, flags):
+    tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "cpuinfo"
     path.write_text(f"processor\t: 0\nflags\t\t: fpu sse2 avx2 {flags}\n\n")
     return str(path)
@@ -49,6 +50,20 @@ def test_each_precision_states_what_it_implies(tmp_path):
                        "int8": ("float32", True, False, False, True)}
     assert precision.Precision.parse("int8") is precision.INT8
     assert precision.Precision.parse(precision.BF16) is precision.BF16
+
+
+def test_matmul_split_width_follows_the_cpu(tmp_path):
+    """Block matmuls run in halves from BERT-Base's width where the CPU
+    has AVX-512 (or its flags are unknown), from MiniLM's where it has
+    AVX2 alone: its kernels take about twice as long per row."""
+    avx2 = _cpuinfo(tmp_path / "avx2", "")
+    avx512 = _cpuinfo(tmp_path / "avx512", "avx512f avx512_vnni")
+    assert [precision.split_from_hidden(c) for c in
+            (avx2, avx512, "/nonexistent")] == [384, 768, 768]
+    parts = {c: [p.matmul_parts_for(width, c) for width in (256, 384, 768)
+                 for p in (precision.FP32, precision.INT8)]
+             for c in (avx2, avx512)}
+    assert parts == {avx2: [1, 1, 2, 2, 2, 2], avx512: [1, 1, 1, 1, 2, 2]}
 
 
 def test_int8_attention_follows_the_cpu_flags_and_warns_where_emulated(

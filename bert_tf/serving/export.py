@@ -41,8 +41,9 @@ from bert_tf.serving.loading import (  # noqa: F401
     print_export_predictions)
 
 # What an export adds beside its task spec in `bert_tf.json`.
-EXPORT_FIELDS = ("precision", "int8", "row_classes", "max_input_chars",
-                 "max_batch_chars", "max_batch_rows", "pads_to_longest")
+EXPORT_FIELDS = ("precision", "int8", "row_classes", "matmul_parts",
+                 "max_input_chars", "max_batch_chars", "max_batch_rows",
+                 "pads_to_longest")
 
 
 def export(kind, checkpoint, out, log=print, overwrite=False,
@@ -87,7 +88,8 @@ def export(kind, checkpoint, out, log=print, overwrite=False,
     spec = {**spec, "precision": precision.name,
             **({"int8": int8} if int8 else {}),
             **({"row_classes": list(served.row_classes)}
-               if served.row_classes else {}), **limits}
+               if served.row_classes else {}),
+            "matmul_parts": served.matmuls.parts, **limits}
     return _write_export(out, spec, vocab, model, log,
                          lambda saved: make_module(served, saved),
                          server_config)
@@ -213,7 +215,8 @@ def export_keras_model(model, out, kind=None, vocab=None, log=print,
     served = quantize_lib.served(model, precision_lib.FP32)
     return _write_export(
         out, {**config_lib.to_dict(spec), "precision": "fp32",
-              "row_classes": list(served.row_classes), **limits},
+              "row_classes": list(served.row_classes),
+              "matmul_parts": served.matmuls.parts, **limits},
         vocab, model, log,
         lambda saved: task.serving_module(served, saved, fixed_length),
         server_config)
