@@ -252,8 +252,10 @@ class Precision:
             warnings.warn(
                 f"{where}: int8 matmuls need AVX512_VNNI, AVX_VNNI or "
                 "AMX-INT8, which this CPU lacks: oneDNN emulates them here, "
-                "slower than int8 should be. Serve an fp32 export on this "
-                "machine.", RuntimeWarning, stacklevel=3)
+                "slower than int8 should be, and an export made on a CPU "
+                "with them has 8-bit weights, whose sums can overflow here. "
+                "Serve an fp32 export on this machine, or export int8 on it "
+                "(7-bit weights).", RuntimeWarning, stacklevel=3)
         else:
             warnings.warn(
                 f"{where} was exported with --precision {self.name}, but "
@@ -272,8 +274,8 @@ SPLIT_FROM_HIDDEN = 768
 # The same on a CPU with AVX2 but not AVX-512, whose matmuls take about
 # twice as long per row (TensorFlow also leaves its oneDNN rewrites off
 # there): MiniLM-L6 fp32 at batch 1 on 2 AVX2 EPYC cores, one thread
-# within an op, 13.8-16.8 ms whole against 8.6-10.6 split (batch 32: 81
-# -> 142 sentences/s; docs/benchmarks.md, "On a CPU without AVX-512").
+# within an op, 13.2 ms whole against 10.5 split (batch 32: 95 -> 166
+# sentences/s; docs/benchmarks.md, "On a CPU without AVX-512").
 SPLIT_FROM_HIDDEN_AVX2 = 384
 
 

@@ -4,6 +4,7 @@ bf16 keeps layer norms and every output in float32."""
 
 import warnings
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -64,6 +65,32 @@ def test_matmul_split_width_follows_the_cpu(tmp_path):
                  for p in (precision.FP32, precision.INT8)]
              for c in (avx2, avx512)}
     assert parts == {avx2: [1, 1, 2, 2, 2, 2], avx512: [1, 1, 1, 1, 2, 2]}
+
+
+def test_int8_weights_are_7_bit_where_the_cpu_lacks_vnni(tmp_path):
+    """Without VNNI oneDNN's int8 kernels add pairs of products in 16
+    bits, which 8-bit weights overflow: an int8 export made there has
+    7-bit weights (said in the log), whose sums stay exact on any CPU."""
+    from bert_tf.layers import int8
+    from bert_tf.serving import quantize
+
+    lines = []
+    assert [quantize.weight_limit(lines.append, _cpuinfo(tmp_path / k, f))
+             for k, f in (("vnni", "avx512_vnni"), ("amx", "amx_int8"),
+                          ("avx2", ""))] == [127, 127, 63]
+    assert lines[0] == "int8: 8-bit weights (this CPU has avx512_vnni)"
+    assert lines[2].startswith("int8: 7-bit weights (this CPU has no VNNI")
+    rng = np.random.default_rng(0)
+    dense = keras.layers.Dense(768, use_bias=False)
+    dense.build((None, 768))
+    dense.kernel.assign(rng.normal(0, 0.05, (768, 768)).astype("float32"))
+    # One-sided inputs: high uint8 codes, the sums that overflow 16 bits.
+    x = rng.uniform(-1, 3, (25, 768)).astype("float32")
+    layer = int8.Int8Dense.from_dense(dense, np.full(768, -1.0),
+                                      np.full(768, 3.0), weight_limit=63)
+    assert np.abs(layer.kernel_int8).max() == 63
+    error = np.abs(layer(x).numpy() - dense(x).numpy()).max()
+    assert error < 0.25, error
 
 
 def test_int8_attention_follows_the_cpu_flags_and_warns_where_emulated(

@@ -41,9 +41,11 @@ _WEIGHT_LIMIT = 127.0
 _MIN_RANGE = 1e-6
 
 
-def quantize_kernel(kernel):
+def quantize_kernel(kernel, limit=_WEIGHT_LIMIT):
     """(int8 kernel, float32 per-output-channel scale) of a float kernel
-    [in, out], symmetric: `kernel ~= int8 * scale`.
+    [in, out], symmetric: `kernel ~= int8 * scale`, the codes within
+    +-`limit` (63: 7-bit weights, for CPUs without VNNI:
+    `bert_tf.serving.quantize.weight_limit`).
 
     Examples:
         >>> q, scale = quantize_kernel(np.array([[0.5, -2.0], [-1.0, 1.0]]))
@@ -51,10 +53,10 @@ def quantize_kernel(kernel):
         ([[64, -127], [-127, 64]], [0.0079, 0.0157])
     """
     kernel = np.asarray(kernel, np.float32)
-    scale = np.abs(kernel).max(axis=0) / _WEIGHT_LIMIT
+    scale = np.abs(kernel).max(axis=0) / limit
     scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
-    quantized = np.clip(np.round(kernel / scale), -_WEIGHT_LIMIT,
-                        _WEIGHT_LIMIT).astype(np.int8)
+    quantized = np.clip(np.round(kernel / scale), -limit,
+                        limit).astype(np.int8)
     return quantized, scale
 
 
@@ -132,7 +134,8 @@ class Int8Dense(keras.layers.Layer):
         >>> dense = keras.layers.Dense(4)
         >>> x = np.random.default_rng(0).normal(size=(3, 8)).astype("float32")
         >>> expected = dense(x).numpy()
-        >>> int8 = Int8Dense.from_dense(dense)
+        >>> # 7-bit weights: their sums are exact on CPUs without VNNI too
+        >>> int8 = Int8Dense.from_dense(dense, weight_limit=63)
         >>> bool(np.abs(int8(x).numpy() - expected).max() < 0.05)
         True
     """
@@ -171,7 +174,7 @@ class Int8Dense(keras.layers.Layer):
 
     @classmethod
     def from_dense(cls, dense, input_min=None, input_max=None, alpha=0.75,
-                   output_dtype="float32"):
+                   output_dtype="float32", weight_limit=_WEIGHT_LIMIT):
         """The int8 copy of a built `keras.layers.Dense` (same name).
 
         Args:
@@ -188,6 +191,7 @@ class Int8Dense(keras.layers.Layer):
                 sentences kept a cosine of at least 0.987 to fp32's, mean
                 0.996; 0.5 gave 0.921, unsmoothed 0.961).
             output_dtype: as in `Int8Dense`.
+            weight_limit: the largest weight code (`quantize_kernel`).
         """
         bias = dense.bias.numpy() if dense.use_bias else None
         kernel = dense.kernel.numpy().astype(np.float32)
@@ -200,7 +204,7 @@ class Int8Dense(keras.layers.Layer):
             kernel = kernel * smoothing[:, None]
             input_range = (float((input_min / smoothing).min()),
                            float((input_max / smoothing).max()))
-        kernel, scale = quantize_kernel(kernel)
+        kernel, scale = quantize_kernel(kernel, weight_limit)
         return cls(kernel, scale, bias, dense.activation,
                    input_scale=smoothing, input_range=input_range,
                    output_dtype=output_dtype, name=dense.name)

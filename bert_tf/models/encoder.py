@@ -151,7 +151,8 @@ class BertEncoder(keras.Model):
         for i, block in enumerate(self.transformer_layers):
             block.trainable = i >= num_layers
 
-    def to_int8(self, calibrate=None, alpha=0.75, attention="float32"):
+    def to_int8(self, calibrate=None, alpha=0.75, attention="float32",
+                weight_limit=127):
         """Runs the transformer blocks' matmuls on int8 weights with
         oneDNN's int8 kernels (VNNI, AMX-INT8), for export with
         `--precision int8`: embeddings, layer norms, the pooler and every
@@ -169,6 +170,10 @@ class BertEncoder(keras.Model):
             attention: `float32`, or `bfloat16` (query/key/value come out
                 of their int8 kernel in bf16; for CPUs with AVX512_BF16 or
                 AMX: `bert_tf.serving.quantize`).
+            weight_limit: the largest int8 weight code: 127, or 63 (7-bit
+                weights) for CPUs without VNNI, whose int8 kernels add
+                pairs of products in 16 bits
+                (`bert_tf.serving.quantize.weight_limit`).
 
         Returns:
             {matmul name: largest input seen} when calibrated, else {}.
@@ -214,7 +219,7 @@ class BertEncoder(keras.Model):
             int8 = Int8Dense.from_dense(
                 dense, low, high, alpha, output_dtype=attention
                 if owner is block.attention and attribute == "qkv"
-                else "float32")
+                else "float32", weight_limit=weight_limit)
             if owner is block.attention and attribute == "output_dense" and \
                     int8.input_scale is not None:
                 # Its input is probabilities x values: its smoothing divides
