@@ -63,6 +63,23 @@ def tiny_config():
     return dict(TINY)
 
 
+def cpu_has_avx512():
+    """Whether this CPU has AVX-512: without it, oneDNN's int8 kernel with
+    a bf16 output aborts the process (seen on an AVX2 EPYC)."""
+    from bert_tf.precision import _cpu_flags
+
+    return "avx512f" in _cpu_flags("/proc/cpuinfo")
+
+
+def int8_weight_limit():
+    """The largest int8 weight code an export on this CPU uses: 8-bit
+    weights overflow the 16-bit sums of oneDNN's int8 kernels on CPUs
+    without VNNI (`bert_tf.serving.quantize.weight_limit`)."""
+    from bert_tf.serving.quantize import weight_limit
+
+    return weight_limit(log=lambda line: None)
+
+
 def random_inputs(batch=3, length=12, vocab=120, seed=0, pad_from=None):
     """Encoder inputs with the last row padded from `pad_from` on."""
     rng = np.random.default_rng(seed)

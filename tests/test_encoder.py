@@ -7,7 +7,8 @@ from bert_tf import checkpoints
 from bert_tf.models.chunked import ROW_CLASS_BOUNDS, map_in_chunks, row_class
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.served import ServedEncoder, ServedModel
-from conftest import TINY, assert_close_at_real_tokens, random_inputs
+from conftest import (TINY, assert_close_at_real_tokens,
+                      cpu_has_avx512, int8_weight_limit, random_inputs)
 
 
 def test_outputs_and_names(tiny_config):
@@ -440,11 +441,16 @@ def test_int8_attention_in_bf16_stays_near_fp32(tiny_config):
     kernel in bf16 and the served attention (softmax included) runs in
     bf16; the outputs stay near the float32 encoder's, and the residual
     adds happen inside the int8 kernels."""
+    if not cpu_has_avx512():
+        pytest.skip("oneDNN's int8 kernel with a bf16 output aborts the "
+                    "process on CPUs without AVX-512 (exports made there "
+                    "keep the attention in fp32)")
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(**tiny_config)
     inputs = random_inputs(batch=3, length=10, pad_from=4)
     want = encoder(inputs)["sequence_output"].numpy()
-    encoder.to_int8(lambda: encoder(inputs), attention="bfloat16")
+    encoder.to_int8(lambda: encoder(inputs), attention="bfloat16",
+                    weight_limit=int8_weight_limit())
     assert encoder.transformer_layers[0].attention.qkv.output_dtype == \
         tf.bfloat16
     served = tf.function(lambda x: ServedEncoder(encoder)(x)[
