@@ -25,7 +25,14 @@ INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 MIN_BF16_HIDDEN = 256
 
 
-def _cpu_flags(cpuinfo):
+def cpu_flags(cpuinfo="/proc/cpuinfo"):
+    """This CPU's flags as /proc/cpuinfo lists them (Linux; none where it
+    cannot be read).
+
+    Examples:
+        >>> cpu_flags("/nonexistent")
+        []
+    """
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             return next((line.split(":", 1)[1].split() for line in f
@@ -42,7 +49,7 @@ def cpu_bf16_flags(cpuinfo="/proc/cpuinfo"):
         >>> cpu_bf16_flags("/nonexistent")
         []
     """
-    flags = _cpu_flags(cpuinfo)
+    flags = cpu_flags(cpuinfo)
     return [flag for flag in BF16_FLAGS if flag in flags]
 
 
@@ -54,7 +61,7 @@ def cpu_int8_flags(cpuinfo="/proc/cpuinfo"):
         >>> cpu_int8_flags("/nonexistent")
         []
     """
-    flags = _cpu_flags(cpuinfo)
+    flags = cpu_flags(cpuinfo)
     return [flag for flag in INT8_FLAGS if flag in flags]
 
 
@@ -213,7 +220,7 @@ class Precision:
         """
         if not self.cpu_flags:
             return True
-        return any(flag in _cpu_flags(cpuinfo) for flag in self.cpu_flags)
+        return any(flag in cpu_flags(cpuinfo) for flag in self.cpu_flags)
 
     @classmethod
     def parse(cls, name, log=print, cpuinfo="/proc/cpuinfo"):
@@ -289,7 +296,7 @@ def split_from_hidden(cpuinfo="/proc/cpuinfo"):
         >>> split_from_hidden("/nonexistent")
         768
     """
-    flags = _cpu_flags(cpuinfo)
+    flags = cpu_flags(cpuinfo)
     if "avx2" in flags and "avx512f" not in flags:
         return SPLIT_FROM_HIDDEN_AVX2
     return SPLIT_FROM_HIDDEN

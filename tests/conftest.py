@@ -66,9 +66,9 @@ def tiny_config():
 def cpu_has_avx512():
     """Whether this CPU has AVX-512: without it, oneDNN's int8 kernel with
     a bf16 output aborts the process (seen on an AVX2 EPYC)."""
-    from bert_tf.precision import _cpu_flags
+    from bert_tf.precision import cpu_flags
 
-    return "avx512f" in _cpu_flags("/proc/cpuinfo")
+    return "avx512f" in cpu_flags()
 
 
 def int8_weight_limit():

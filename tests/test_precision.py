@@ -93,11 +93,12 @@ def test_int8_weights_are_7_bit_where_the_cpu_lacks_vnni(tmp_path):
     assert error < 0.25, error
 
 
-def test_int8_attention_follows_the_cpu_flags_and_warns_where_emulated(
+def test_int8_attention_follows_the_cpu_flags_and_is_refused_where_it_aborts(
         tmp_path):
     """An int8 export's attention is bf16 where the CPU has native bf16,
-    fp32 elsewhere (said in the log); loading one whose attention is bf16
-    on a CPU without it warns."""
+    fp32 elsewhere (said in the log). Loading one whose attention is bf16
+    is refused in one line on a CPU without AVX-512 (oneDNN aborts the
+    process there) and warns on one with AVX-512 but no native bf16."""
     from bert_tf.serving import quantize
 
     lines = []
@@ -108,15 +109,27 @@ def test_int8_attention_follows_the_cpu_flags_and_warns_where_emulated(
     assert lines == ["int8: attention in bf16 (this CPU has amx_bf16)",
                      "int8: attention in fp32 (this CPU has neither "
                      "AVX512_BF16 nor AMX)"]
+    with pytest.raises(ValueError, match=r"^export/x/1: its int8 export "
+                       "runs the attention in bf16, which needs AVX-512.*"
+                       "aborts the process.*Export it again"):
+        quantize.check_attention_runs_here(
+            {"attention": "bf16"}, "export/x/1", _cpuinfo(tmp_path,
+                                                          "avx2 fma"))
     with pytest.warns(RuntimeWarning, match="export/x/1: its int8 export "
                       "runs the attention in bf16.*Export it again"):
-        quantize.warn_if_attention_emulated(
-            {"attention": "bf16"}, "export/x/1", _cpuinfo(tmp_path, "avx2"))
+        quantize.check_attention_runs_here(
+            {"attention": "bf16"}, "export/x/1", _cpuinfo(
+                tmp_path, "avx2 avx512f avx512_vnni"))
+    with pytest.warns(RuntimeWarning, match="emulated"):  # flags unknown
+        quantize.check_attention_runs_here({"attention": "bf16"}, "x",
+                                           "/nonexistent")
+    with pytest.warns(DeprecationWarning, match="check_attention_runs_here"):
+        quantize.warn_if_attention_emulated(None, "x")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for record, flags in (({"attention": "bf16"}, "avx512_bf16"),
                               ({"attention": "fp32"}, "avx2"), (None, "")):
-            quantize.warn_if_attention_emulated(record, "x", _cpuinfo(
+            quantize.check_attention_runs_here(record, "x", _cpuinfo(
                 tmp_path, flags))
 
 

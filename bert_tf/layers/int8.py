@@ -36,12 +36,12 @@ from bert_tf.layers.transformer import gelu_erf, gelu_tanh
 QUANTIZED_MATMUL = "_QuantizedMatMul"
 
 # The weights' scalar range as the op sees it: int8 values at scale 1.
-_WEIGHT_LIMIT = 127.0
+WEIGHT_LIMIT = 127.0
 # The narrowest activation range quantized: a constant input stays finite.
 _MIN_RANGE = 1e-6
 
 
-def quantize_kernel(kernel, limit=_WEIGHT_LIMIT):
+def quantize_kernel(kernel, limit=WEIGHT_LIMIT):
     """(int8 kernel, float32 per-output-channel scale) of a float kernel
     [in, out], symmetric: `kernel ~= int8 * scale`, the codes within
     +-`limit` (63: 7-bit weights, for CPUs without VNNI:
@@ -174,7 +174,7 @@ class Int8Dense(keras.layers.Layer):
 
     @classmethod
     def from_dense(cls, dense, input_min=None, input_max=None, alpha=0.75,
-                   output_dtype="float32", weight_limit=_WEIGHT_LIMIT):
+                   output_dtype="float32", weight_limit=WEIGHT_LIMIT):
         """The int8 copy of a built `keras.layers.Dense` (same name).
 
         Args:
@@ -366,7 +366,7 @@ class Int8Dense(keras.layers.Layer):
         (slices); `tout`: its output dtype (None: float32 with a
         residual, else the layer's)."""
         fused = _FUSED_ACTIVATIONS.get(self.activation)
-        weight_range = self.kernel_scale[columns] * _WEIGHT_LIMIT
+        weight_range = self.kernel_scale[columns] * WEIGHT_LIMIT
         tout = tout or (tf.float32 if residual is not None
                         else self.output_dtype)
         op = op_def_library._apply_op_helper(

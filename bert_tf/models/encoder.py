@@ -10,7 +10,7 @@ from bert_tf import formats, presets
 from bert_tf.config import EncoderConfig, load_preset
 from bert_tf.formats.canonical import assign_weights
 from bert_tf.layers.embeddings import BertEmbeddings, truncated_normal
-from bert_tf.layers.int8 import InputRangeRecorder, Int8Dense
+from bert_tf.layers.int8 import WEIGHT_LIMIT, InputRangeRecorder, Int8Dense
 from bert_tf.layers.transformer import (TransformerBlock,
                                        attention_logit_bias)
 from bert_tf.text.features import INPUT_NAMES
@@ -152,7 +152,7 @@ class BertEncoder(keras.Model):
             block.trainable = i >= num_layers
 
     def to_int8(self, calibrate=None, alpha=0.75, attention="float32",
-                weight_limit=127):
+                weight_limit=WEIGHT_LIMIT):
         """Runs the transformer blocks' matmuls on int8 weights with
         oneDNN's int8 kernels (VNNI, AMX-INT8), for export with
         `--precision int8`: embeddings, layer norms, the pooler and every

@@ -11,7 +11,7 @@ from bert_tf import tasks
 import bert_tf.serving.limits as limits_lib
 from bert_tf.serving.integrity import (broken_export_error,
                                        check_export_files)
-from bert_tf.serving.quantize import warn_if_attention_emulated
+from bert_tf.serving.quantize import check_attention_runs_here
 from bert_tf.serving.runtime import native_logs_quiet, serving_only_process
 from bert_tf.storage import GPath
 
@@ -28,6 +28,7 @@ def load_exported(path, serving_only=False):
     info = GPath(path) / "assets.extra" / "bert_tf.json"
     info = json.loads(info.read_text()) if info.is_file() else {}
     precision = precision_lib.Precision.parse(info.get("precision", "fp32"))
+    check_attention_runs_here(info.get("int8"), path)
     if serving_only:
         serving_only_process(info)
     try:
@@ -35,7 +36,6 @@ def load_exported(path, serving_only=False):
     except Exception as error:  # noqa: BLE001 (any damage, any file)
         raise broken_export_error(path, error) from None
     precision.warn_if_emulated(path)
-    warn_if_attention_emulated(info.get("int8"), path)
     return loaded
 
 

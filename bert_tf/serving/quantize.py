@@ -8,7 +8,7 @@ that keeps oneDNN's reordered weights.
 import dataclasses
 
 from bert_tf.precision import (CALIBRATION_BATCH, CALIBRATION_EXAMPLES,
-                               cpu_bf16_flags, cpu_int8_flags)
+                               cpu_bf16_flags, cpu_flags, cpu_int8_flags)
 
 def served(model, precision):
     """`model` (a task model, a pre-trainer or an encoder) as its export
@@ -50,7 +50,7 @@ def quantize(model, precision, spec=None, vocab=None, examples=0,
                                        texts_file, log), attention=attention,
                            weight_limit=limit)
     record = {"attention": "bf16" if attention == "bfloat16" else "fp32",
-              "weight_bits": 8 if limit == 127 else 7}
+              "weight_bits": int(limit).bit_length() + 1}
     # The int8 weights are constants, not Keras weights: counted here.
     count = sum(getattr(owner, attribute).kernel_int8.size
                 for block in encoder.transformer_layers
@@ -111,20 +111,44 @@ def weight_limit(log=print, cpuinfo="/proc/cpuinfo"):
     return 127 if flags else 63
 
 
-def warn_if_attention_emulated(int8_record, where, cpuinfo="/proc/cpuinfo"):
-    """Warns when an int8 export whose attention runs in bf16
-    (`int8_record`: its `bert_tf.json`'s `int8`) is loaded on a CPU that
-    emulates bf16."""
+def check_attention_runs_here(int8_record, where, cpuinfo="/proc/cpuinfo"):
+    """Refuses an int8 export whose attention runs in bf16 (`int8_record`:
+    its `bert_tf.json`'s `int8`) on a CPU without AVX-512, where oneDNN's
+    int8 kernel with a bf16 output aborts the process at the first request
+    (2 AVX2 EPYC cores, TF 2.20); warns where it has AVX-512 but neither
+    AVX512_BF16 nor AMX, where bf16 is emulated and slower.
+
+    Raises:
+        ValueError: one line naming the export and the rule.
+    """
     import warnings
 
     if (int8_record or {}).get("attention") != "bf16" or \
             cpu_bf16_flags(cpuinfo):
         return
+    flags = cpu_flags(cpuinfo)
+    if flags and "avx512f" not in flags:
+        raise ValueError(
+            f"{where}: its int8 export runs the attention in bf16, which "
+            "needs AVX-512: on this CPU oneDNN's int8 kernel with a bf16 "
+            "output aborts the process (TF Serving too). Export it again "
+            "on this machine (the attention is then fp32).")
     warnings.warn(
         f"{where}: its int8 export runs the attention in bf16, but this CPU "
         "has neither AVX512_BF16 nor AMX: bf16 is emulated here and slower. "
         "Export it again on this machine (the attention is then fp32).",
         RuntimeWarning, stacklevel=3)
+
+
+def warn_if_attention_emulated(int8_record, where, cpuinfo="/proc/cpuinfo"):
+    """Deprecated: `check_attention_runs_here`, which also refuses an
+    export that would abort the process."""
+    import warnings
+
+    warnings.warn("bert_tf.serving.quantize.warn_if_attention_emulated is "
+                  "now check_attention_runs_here", DeprecationWarning,
+                  stacklevel=2)
+    check_attention_runs_here(int8_record, where, cpuinfo)
 
 
 def calibration(model, spec, vocab, examples=CALIBRATION_EXAMPLES,
@@ -170,5 +194,6 @@ def calibration(model, spec, vocab, examples=CALIBRATION_EXAMPLES,
     return lambda: [model(batch[0], training=False) for batch in batches]
 
 
-__all__ = ["attention_dtype", "calibration", "quantize", "served",
-           "warn_if_attention_emulated", "weight_limit"]
+__all__ = ["attention_dtype", "calibration", "check_attention_runs_here",
+           "quantize", "served", "warn_if_attention_emulated",
+           "weight_limit"]
