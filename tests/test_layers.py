@@ -1,6 +1,3 @@
-import os
-from pathlib import Path
-
 import keras
 import numpy as np
 import pytest
@@ -164,9 +161,7 @@ def test_served_block_fuses_matmul_bias_gelu(tmp_path, dtype):
         pytest.skip("TensorFlow turns oneDNN and its fusions on only on x86 "
                     "CPUs with AVX-512 VNNI, AVX512_BF16 or AMX (or with "
                     "TF_ENABLE_ONEDNN_OPTS=1)")
-    cpuinfo = Path("/proc/cpuinfo")
-    if dtype == "bfloat16" and " avx512f" not in (
-            cpuinfo.read_text() if cpuinfo.exists() else ""):
+    if dtype == "bfloat16" and not cpu_has_avx512():
         pytest.skip("TensorFlow fuses bf16 matmuls only on AVX-512 CPUs")
     block = TransformerBlock(hidden_size=32, num_heads=2,
                              intermediate_size=64, dtype=dtype)
