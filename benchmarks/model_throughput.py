@@ -18,6 +18,11 @@ torch.bfloat16)`. They run only where the CPU computes bf16 natively
 Fine-tuning rows (`finetune_steps.py`): a classifier at seq 128 with the
 demo's batch of 32, through `model.fit` and through our trainer.
 
+On a CPU with AVX2 and no AVX-512 the TensorFlow rows (ours, keras-hub,
+Model Garden; one process) run with oneDNN's rewrites on, as `bert-tf
+pretrain` and `bert-tf finetune` turn them on there (the first line says
+so); `TF_ENABLE_ONEDNN_OPTS=0` measures TensorFlow's own default.
+
     make bench     # or: .venv-bench/bin/python benchmarks/model_throughput.py
 """
 
@@ -27,6 +32,10 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from bert_tf.precision import onednn_for_training  # noqa: E402
+
+ONEDNN_LINE = onednn_for_training()  # before TensorFlow loads
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -357,6 +366,8 @@ def main():
                         choices=["fp32", "bf16"])
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
+    if ONEDNN_LINE:
+        print(ONEDNN_LINE)
     peak = matmul_peak()
     print(f"fp32 matmul peak measured on this CPU: {peak / 1e9:.0f} GFLOP/s")
     flags = cpu_bf16_flags()

@@ -56,6 +56,13 @@ def test_sigkill_and_resume_equals_an_uninterrupted_run(sample_pairs,
     output = process.communicate(timeout=300)[0]
     assert process.returncode == 0, output
     assert "wrote checkpoint" in output and "final: " in output
+    # On a CPU with AVX2 and no AVX-512 the command turns oneDNN on and
+    # says so (bert_tf.precision.onednn_for_training); elsewhere it is quiet.
+    from bert_tf.precision import ONEDNN_SWITCH, cpu_flags
+    flags = cpu_flags()
+    turned_on = ("avx2" in flags and "avx512f" not in flags
+                 and ONEDNN_SWITCH not in os.environ)
+    assert ("oneDNN: on for training" in output) == turned_on, output[:500]
 
     killed = pretrain_config(tmp_path / "b", pairs_dir, **steps)
     process = _pretrain(killed)

@@ -150,7 +150,20 @@ def _data_service(args):
     print("stopped", flush=True)
 
 
+def _training_process(args):
+    """Before TensorFlow loads: oneDNN's rewrites where they pay for
+    training (bert_tf.precision.onednn_for_training), in `bert-tf`'s own
+    process only (called in-process, what follows may serve)."""
+    from bert_tf.precision import onednn_for_training
+
+    line = (onednn_for_training()
+            if args.own_process and not args.dry_run else None)
+    if line:
+        print(line)
+
+
 def _pretrain(args):
+    _training_process(args)
     from bert_tf import pretrain
 
     cfg = pretrain.load(args.config, args.set)
@@ -158,6 +171,7 @@ def _pretrain(args):
 
 
 def _finetune(args):
+    _training_process(args)
     from bert_tf import distill, finetune
 
     module = distill if args.command == "distill" else finetune
