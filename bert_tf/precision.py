@@ -230,8 +230,8 @@ class Precision:
             (`bert_tf.models.served.SplitMatmuls`): 2 in every precision,
             since oneDNN's kernels barely use a second core at a text's
             rows (docs/guides/serving.md, "Threads within an op"), for
-            encoders at least `split_from_hidden()` wide on the CPU
-            that exports (`matmul_parts_for`).
+            encoders at least `SPLIT_FROM_HIDDEN` wide
+            (`matmul_parts_for`).
     """
 
     name: str
@@ -244,17 +244,17 @@ class Precision:
     def __str__(self):
         return self.name
 
-    def matmul_parts_for(self, hidden_size, cpuinfo="/proc/cpuinfo"):
-        """`matmul_parts` for an encoder of `hidden_size` on this CPU; 1
-        below `split_from_hidden(cpuinfo)`, whose matmuls are too small to
-        gain from the second core.
+    def matmul_parts_for(self, hidden_size):
+        """`matmul_parts` for an encoder of `hidden_size`; 1 below
+        `split_from_hidden()`, whose matmuls are too small to gain from
+        the second core.
 
         Examples:
-            >>> FP32.matmul_parts_for(768, "/nonexistent"), FP32.matmul_parts_for(384, "/nonexistent")
-            (2, 1)
+            >>> [FP32.matmul_parts_for(width) for width in (768, 384, 256)]
+            [2, 2, 1]
         """
         return self.matmul_parts \
-            if hidden_size >= split_from_hidden(cpuinfo) else 1
+            if hidden_size >= split_from_hidden() else 1
 
     def native(self, cpuinfo="/proc/cpuinfo"):
         """Whether this CPU runs it natively (not emulated).
@@ -317,34 +317,29 @@ class Precision:
                 stacklevel=3)
 
 
-# The smallest hidden width whose exports split their matmuls: MiniLM-L6
-# (384) int8 at batch 1 on 2 AVX-512 EPYC cores, one thread within an op,
-# went from 1.69-1.76 ms whole to 3.15-3.54 split (batch 32: 1029 -> 1364
-# sentences/s); BERT-Base (768) gained in every precision
-# (docs/benchmarks.md).
-SPLIT_FROM_HIDDEN = 768
-# The same on a CPU with AVX2 but not AVX-512, whose matmuls take about
-# twice as long per row (TensorFlow also leaves its oneDNN rewrites off
-# there): MiniLM-L6 fp32 at batch 1 on 2 AVX2 EPYC cores, one thread
-# within an op, 13.2 ms whole against 10.5 split (batch 32: 95 -> 166
-# sentences/s; docs/benchmarks.md, "On a CPU without AVX-512").
-SPLIT_FROM_HIDDEN_AVX2 = 384
+# The smallest hidden width whose exports split their block matmuls, on
+# every CPU measured. MiniLM-L6 (384) on 2 cores, one thread within an
+# op, whole -> split: on an AVX-512 EPYC, batch 1 fp32 9.35 -> 6.53 ms,
+# bf16 5.81 -> 4.49, int8 5.11 -> 5.04, batch 32 +57% to +86% (two runs,
+# 2026-12-07; when the halves were still concatenated between layers,
+# int8 at batch 1 had lost: 1.7 -> 3.2-3.5 ms); on an AVX2 EPYC, fp32
+# 13.2 -> 10.5 ms, batch 32 95 -> 166 sentences/s (docs/benchmarks.md).
+SPLIT_FROM_HIDDEN = 384
+# Its AVX2 value before 2026-12-07, when AVX-512 CPUs split from 768.
+SPLIT_FROM_HIDDEN_AVX2 = SPLIT_FROM_HIDDEN
 
 
-def split_from_hidden(cpuinfo="/proc/cpuinfo"):
+def split_from_hidden():
     """The smallest hidden width whose exports split their block matmuls
-    on this CPU: `SPLIT_FROM_HIDDEN_AVX2` where it has AVX2 and not
-    AVX-512, else `SPLIT_FROM_HIDDEN` (also where the flags cannot be
-    read). An export keeps the choice of the CPU that made it.
+    (`SPLIT_FROM_HIDDEN`). An export keeps the choice of the code that
+    made it: `bert_tf.json` records `matmul_parts`.
 
     Examples:
-        >>> split_from_hidden("/nonexistent")
-        768
+        >>> split_from_hidden()
+        384
     """
-    flags = cpu_flags(cpuinfo)
-    if "avx2" in flags and "avx512f" not in flags:
-        return SPLIT_FROM_HIDDEN_AVX2
     return SPLIT_FROM_HIDDEN
+
 
 FP32 = Precision("fp32", "float32", row_classes=True, matmul_parts=2)
 BF16 = Precision("bf16", "bfloat16", cpu_flags=BF16_FLAGS, matmul_parts=2)

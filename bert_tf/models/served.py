@@ -28,7 +28,7 @@ numbers are the same (to float32 rounding); the graph is smaller:
 - the attention runs on packed rows (`bert_tf.layers.token_rows.PackedRows`):
   a batch's sequences two to a row where both fit in the longest one's
   length, each masked from the other; one text is not packed;
-- each block matmul of an encoder at least 768 wide
+- each block matmul of an encoder at least 384 wide (MiniLM-L6 and up)
   (`bert_tf.precision.Precision.matmul_parts_for`) runs as two matmuls,
   which TensorFlow's inter-op threads run side by side: oneDNN's kernels
   hardly use a second core at a text's few rows, so exports serve fastest
