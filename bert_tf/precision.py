@@ -244,15 +244,17 @@ class Precision:
     def __str__(self):
         return self.name
 
-    def matmul_parts_for(self, hidden_size):
+    def matmul_parts_for(self, hidden_size, cpuinfo=None):
         """`matmul_parts` for an encoder of `hidden_size`; 1 below
         `split_from_hidden()`, whose matmuls are too small to gain from
-        the second core.
+        the second core. `cpuinfo` is ignored since 2026-12-07 (the
+        width no longer depends on the CPU) and warns.
 
         Examples:
             >>> [FP32.matmul_parts_for(width) for width in (768, 384, 256)]
             [2, 2, 1]
         """
+        _warn_cpuinfo_ignored(cpuinfo, "Precision.matmul_parts_for")
         return self.matmul_parts \
             if hidden_size >= split_from_hidden() else 1
 
@@ -325,19 +327,30 @@ class Precision:
 # int8 at batch 1 had lost: 1.7 -> 3.2-3.5 ms); on an AVX2 EPYC, fp32
 # 13.2 -> 10.5 ms, batch 32 95 -> 166 sentences/s (docs/benchmarks.md).
 SPLIT_FROM_HIDDEN = 384
-# Its AVX2 value before 2026-12-07, when AVX-512 CPUs split from 768.
+# Its AVX2 value before 2026-12-07, when AVX-512 CPUs split from 768;
+# kept for callers of that name, to go with the `cpuinfo` shim below.
 SPLIT_FROM_HIDDEN_AVX2 = SPLIT_FROM_HIDDEN
 
 
-def split_from_hidden():
+def _warn_cpuinfo_ignored(cpuinfo, where):
+    if cpuinfo is not None:
+        warnings.warn(
+            f"{where}: `cpuinfo` is ignored since 2026-12-07; exports split "
+            f"their matmuls from {SPLIT_FROM_HIDDEN} wide on every CPU. "
+            "Drop the argument.", DeprecationWarning, stacklevel=3)
+
+
+def split_from_hidden(cpuinfo=None):
     """The smallest hidden width whose exports split their block matmuls
     (`SPLIT_FROM_HIDDEN`). An export keeps the choice of the code that
-    made it: `bert_tf.json` records `matmul_parts`.
+    made it: `bert_tf.json` records `matmul_parts`. `cpuinfo` is ignored
+    since 2026-12-07 (the width no longer depends on the CPU) and warns.
 
     Examples:
         >>> split_from_hidden()
         384
     """
+    _warn_cpuinfo_ignored(cpuinfo, "split_from_hidden")
     return SPLIT_FROM_HIDDEN
 
 

@@ -62,6 +62,17 @@ def test_matmul_split_width_is_minilms_on_every_cpu():
         [1, 1, 1, 2, 2, 2, 2, 2, 2]
 
 
+def test_the_old_cpuinfo_argument_still_works_and_warns(tmp_path):
+    """Callers from before 2026-12-07 passed the CPU's flags; the width no
+    longer depends on them, and passing them says so instead of failing."""
+    info = _cpuinfo(tmp_path / "avx512", "avx512f avx512_bf16")
+    with pytest.warns(DeprecationWarning, match="`cpuinfo` is ignored"):
+        assert precision.split_from_hidden(info) == 384
+    with pytest.warns(DeprecationWarning, match="matmul_parts_for"):
+        assert precision.FP32.matmul_parts_for(384, cpuinfo=info) == 2
+    assert precision.SPLIT_FROM_HIDDEN_AVX2 == precision.SPLIT_FROM_HIDDEN
+
+
 def test_int8_weights_are_7_bit_where_the_cpu_lacks_vnni(tmp_path):
     """Without VNNI oneDNN's int8 kernels add pairs of products in 16
     bits, which 8-bit weights overflow: an int8 export made there has
