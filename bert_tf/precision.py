@@ -227,7 +227,7 @@ class Precision:
         matmul_parts: the column slices each served block matmul runs
             in (the feed-forward output's: row slices), side by side on
             the inter-op threads
-            (`bert_tf.models.served.SplitMatmuls`): 2 in every precision,
+            (`bert_tf.models.split_matmuls.SplitMatmuls`): 2 in every precision,
             since oneDNN's kernels barely use a second core at a text's
             rows (docs/guides/serving.md, "Threads within an op"), for
             encoders at least `SPLIT_FROM_HIDDEN` wide

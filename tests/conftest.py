@@ -273,7 +273,7 @@ def assert_bf16_keeps_norms_and_tables_float32(dtypes):
     wrong = [name for name in kept if dtypes[name] != tf.float32]
     assert not wrong, f"must stay float32, but are not: {wrong}"
     # A bf16 export holds each block kernel as its slices (columns, rows or
-    # head groups: `bert_tf.models.served.SplitMatmuls`).
+    # head groups: `bert_tf.models.split_matmuls.SplitMatmuls`).
     kernels = [name for name in dtypes if re.search(
         r"kernel(_(part|rows|heads)\d+)?:0$", name) and
         "transformer_layer" in name]

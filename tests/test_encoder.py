@@ -417,6 +417,36 @@ def test_served_matmuls_in_column_halves_match_in_every_served_precision(
         tf.function(ServedModel(classifier))(inputs), rtol=1e-5, atol=1e-7)
 
 
+def test_split_blocks_compute_their_sums_and_norms_once_per_thread(
+        tiny_config):
+    """Where a split block's two threads meet (each residual add and the
+    norm after it), each computes its own copy and feeds its own half of
+    the next matmul (`bert_tf.layers.copies`), in every served precision:
+    two norms where the unsplit graph has one, the second copies marked
+    apart, and the outputs unchanged (the test above)."""
+    from bert_tf.layers.copies import COPY_ATTRIBUTE
+    from bert_tf.tasks.classification.model import BertClassifier
+
+    encoder = BertEncoder(**tiny_config)
+    classifier = BertClassifier(encoder, num_classes=2)
+    inputs = random_inputs(batch=2, length=8, pad_from=5)
+    layers = tiny_config["num_layers"]
+    for precision in ("fp32", "int8"):
+        if precision == "int8":
+            encoder.to_int8(None)
+        counts = []
+        for parts in (1, 2):
+            nodes = _nodes(tf.function(ServedModel(
+                classifier, matmul_parts=parts)), inputs)
+            counts.append((
+                sum(n.op == "EuclideanNorm" for n in nodes),
+                sum(COPY_ATTRIBUTE in n.attr for n in nodes)))
+        # The embeddings' norm, and each block's two; the last block's
+        # second copies feed nothing (Grappler prunes them).
+        assert counts == [(1 + 2 * layers, 0),
+                          (1 + 4 * layers, 2 * layers)], (precision, counts)
+
+
 def test_head_groups_are_the_query_key_value_columns_of_their_heads():
     """`head_group_columns`: each group's query, key and value columns of
     its own heads, every column once."""

@@ -390,6 +390,68 @@ def test_int8_dense_on_input_slices_adds_their_products():
                                   Int8Dense.from_dense(gelu)(x).numpy())
 
 
+def test_int8_dense_runs_one_column_part_alone_and_returns_copies_of_sums():
+    """`part`: one column part of the matmul, from its own input (each
+    thread of a served block reads its own copy of the rows); `copies`:
+    the sum of the row halves' products, once per thread."""
+    import tensorflow as tf
+
+    from bert_tf.layers.int8 import Int8Dense
+
+    x = _x(batch=1, length=7, width=32)[0]
+    residual = _x(batch=1, length=7, width=16, seed=1)[0]
+    dense = keras.layers.Dense(16, activation="gelu")
+    dense.build((None, 32))
+    layer = Int8Dense.from_dense(dense, x.min(0), x.max(0))
+    whole = layer(x).numpy()
+    for part in (0, 1):
+        np.testing.assert_array_equal(
+            layer(x, column_parts=2, part=part).numpy(),
+            whole[:, 8 * part:8 * (part + 1)])
+    columns = ((1, 3, 5, 7, 9, 11, 13, 15), (0, 2, 4, 6, 8, 10, 12, 14))
+    np.testing.assert_array_equal(
+        layer(x, column_parts=columns, part=1).numpy(), whole[:, 0::2])
+    plain = keras.layers.Dense(16)
+    plain.build((None, 32))
+    linear = Int8Dense.from_dense(plain, x.min(0), x.max(0))
+    sums = tf.function(lambda a, b, r: linear([a, b], residual=r, copies=2))(
+        x[:, :16], x[:, 16:], residual)
+    assert len(sums) == 2
+    np.testing.assert_array_equal(sums[0].numpy(), sums[1].numpy())
+    np.testing.assert_allclose(sums[0].numpy(),
+                               linear(x, residual=residual).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_copies_kept_apart_survive_grappler_and_plain_ones_merge():
+    """Grappler merges identical nodes; a copy marked by `kept_apart`
+    stays a node of its own where TensorFlow runs the graph (a TF1
+    session, as TF Serving), and so does everything computed from it."""
+    import tensorflow as tf
+
+    from bert_tf.layers.copies import kept_apart
+
+    def executed(mark):
+        graph = tf.Graph()
+        with graph.as_default():
+            a = tf.compat.v1.placeholder(tf.float32, (None, 4))
+            b = tf.compat.v1.placeholder(tf.float32, (None, 4))
+            first = a * 2.0 + b
+            second = kept_apart(a * 2.0 + b, 1) if mark else a * 2.0 + b
+            outs = [tf.reduce_mean(first, -1), tf.reduce_mean(second, -1)]
+        metadata = tf.compat.v1.RunMetadata()
+        with tf.compat.v1.Session(graph=graph) as session:
+            session.run(outs, {a: np.ones((2, 4)), b: np.ones((2, 4))},
+                        options=tf.compat.v1.RunOptions(
+                            output_partition_graphs=True),
+                        run_metadata=metadata)
+        return sorted(n.op for g in metadata.partition_graphs
+                      for n in g.node if n.op in ("AddV2", "Mean"))
+
+    assert executed(mark=True) == ["AddV2", "AddV2", "Mean", "Mean"]
+    assert executed(mark=False) == ["AddV2", "Mean"]
+
+
 def test_int8_input_codes_are_exact_in_graphs():
     """A calibrated matmul's input codes in a traced graph (Grappler and
     oneDNN's rewrites on) are round(x * s) - round(low * s): TF's own

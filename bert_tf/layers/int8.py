@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_library, op_def_registry
 
+from bert_tf.layers.copies import kept_apart
 from bert_tf.layers.transformer import gelu_erf, gelu_tanh
 
 QUANTIZED_MATMUL = "_QuantizedMatMul"
@@ -209,16 +210,21 @@ class Int8Dense(keras.layers.Layer):
                    input_scale=smoothing, input_range=input_range,
                    output_dtype=output_dtype, name=dense.name)
 
-    def call(self, x, residual=None, column_parts=1, output_parts=False):
+    def call(self, x, residual=None, column_parts=1, output_parts=False,
+             part=None, copies=1):
         """`column_parts`: the kernels the matmul runs as, one per slice
-        of the output columns (served encoders: `bert_tf.models.served`),
-        or a list of each part's columns (index arrays of equal length,
-        such as the attention's `head_group_columns`); the outputs are the
-        same, or those columns. `output_parts`: the column parts'
-        outputs as a list, not concatenated. `x` may be such a list (its
+        of the output columns (served encoders:
+        `bert_tf.models.split_matmuls`), or a list of each part's columns
+        (index arrays of equal length, such as the attention's
+        `head_group_columns`); the outputs are the same, or those columns.
+        `output_parts`: the column parts' outputs as a list, not
+        concatenated. `part`: only that column part's output, from `x`
+        alone (each part may then read its own copy of the rows:
+        `bert_tf.layers.copies`). `x` may be such a list (its
         input's column slices, in order): each slice multiplies its rows
         of the kernel and the products are added, with no concatenation
-        before (a layer with an activation refuses it)."""
+        before (a layer with an activation refuses it); `copies` > 1
+        returns that sum as a list of copies kept apart."""
         if isinstance(column_parts, int):
             if self.units % column_parts:
                 raise ValueError(f"Int8Dense {self.name}: {self.units} "
@@ -245,16 +251,29 @@ class Int8Dense(keras.layers.Layer):
         if residual is not None:
             rows.append(tf.reshape(tf.cast(residual, tf.float32),
                                    (-1, self.units)))
+        if part is not None:
+            column_parts, output_parts = self._part(column_parts, part), True
         outs = self._function(widths, residual is not None, column_parts,
-                              output_parts)(*rows)
-        outs = outs if output_parts else [outs]
-        outs = [tf.reshape(out, tf.concat([shape[:-1], [self.units //
-                                                        len(outs)]], 0))
-                for out in outs]
-        return outs if output_parts else outs[0]
+                              output_parts, copies)(*rows)
+        listed = output_parts or copies > 1
+        outs = [tf.reshape(out, tf.concat([shape[:-1], [out.shape[-1]]], 0))
+                for out in (outs if listed else [outs])]
+        return outs[0] if part is not None or not listed else outs
 
-    def _function(self, widths, plus_residual, column_parts, output_parts):
-        key = (widths, plus_residual, column_parts, output_parts)
+    def _part(self, column_parts, part):
+        """The columns of column part `part` of `column_parts`, as the
+        one-part `column_parts` of its own function."""
+        if isinstance(column_parts, int):
+            width = self.units // column_parts
+            column_parts = [range(width * part, width * (part + 1))]
+        else:
+            column_parts = [column_parts[part]]
+        return tuple(tuple(int(c) for c in columns)
+                     for columns in column_parts)
+
+    def _function(self, widths, plus_residual, column_parts, output_parts,
+                  copies=1):
+        key = (widths, plus_residual, column_parts, output_parts, copies)
         if key not in self._functions:
             signature = [tf.TensorSpec((None, width), tf.float32)
                          for width in widths]
@@ -266,7 +285,7 @@ class Int8Dense(keras.layers.Layer):
                 parts = list(rows[:len(widths)])
                 residual = rows[len(widths)] if plus_residual else None
                 if len(parts) > 1:
-                    return self._sliced_input_matmul(parts, residual)
+                    return self._sliced_input_matmul(parts, residual, copies)
                 return self._rows_matmul(parts[0], residual, column_parts,
                                          output_parts)
 
@@ -340,12 +359,13 @@ class Int8Dense(keras.layers.Layer):
             return outs
         return outs[0] if len(outs) == 1 else tf.concat(outs, -1)
 
-    def _sliced_input_matmul(self, parts, residual=None):
+    def _sliced_input_matmul(self, parts, residual=None, copies=1):
         """The layer on its input's column slices `parts` [n, in_i]: one
         kernel per slice on its rows of the kernel, the bias (and
-        `residual`) added in the first, the products added. The slices
-        share one quantization range, so the codes are the whole input's
-        and the sum is the one kernel's (to float32 rounding)."""
+        `residual`) added in the first, the products added (`copies`
+        times, as a list, if more than once). The slices share one
+        quantization range, so the codes are the whole input's and the sum
+        is the one kernel's (to float32 rounding)."""
         codes, bias = self._quantized(parts)
         zeros = np.zeros(self.units, np.float32)
         outs = [self._kernel(quantized, q_low, q_high,
@@ -354,11 +374,16 @@ class Int8Dense(keras.layers.Layer):
                              slice(None), rows, tf.float32)
                 for index, ((quantized, q_low, q_high), rows) in enumerate(
                     zip(codes, _slices([int(p.shape[-1]) for p in parts])))]
-        out = outs[0]
-        for other in outs[1:]:
-            out = out + other
-        return out if residual is not None else tf.cast(out,
-                                                        self.output_dtype)
+        sums = []
+        for copy in range(copies):
+            out = outs[0]
+            for index, other in enumerate(outs[1:]):
+                out = out + other
+                if index == 0:
+                    out = kept_apart(out, copy)
+            sums.append(out if residual is not None
+                        else tf.cast(out, self.output_dtype))
+        return sums if copies > 1 else sums[0]
 
     def _kernel(self, quantized, q_low, q_high, bias, residual, columns,
                 rows=slice(None), tout=None):

@@ -231,7 +231,7 @@ class MultiHeadSelfAttention(ConfigLayer):
         softmax accumulates in float32 and rounds its output, which the
         bf16 matmul after it would round anyway). `qkv`: what computes
         the query/key/value rows in place of the `qkv` layer (served
-        graphs: `bert_tf.models.served.SplitMatmuls`); where it returns a
+        graphs: `bert_tf.models.split_matmuls.SplitMatmuls`); where it returns a
         list, the rows of each group of heads (`head_group_columns`), the
         output is a list too: each group's [rows, H / groups]."""
         transpose = transpose or ops.transpose

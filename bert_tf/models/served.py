@@ -67,12 +67,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.layers.copies import RowCopies, first_copy
 from bert_tf.layers.folding import beta_of, biases_with, foldable
-from bert_tf.layers.int8 import Int8Dense
 from bert_tf.layers.norm import served_layer_norm
 from bert_tf.layers.token_rows import PackedRows, TokenRows
 from bert_tf.layers.transformer import transpose_heads
 from bert_tf.models.encoder import INPUT_NAMES, select_inputs
+from bert_tf.models.split_matmuls import SplitMatmuls, block_matmuls
+
+__all__ = ["ServedEncoder", "ServedModel", "SplitMatmuls", "block_matmuls",
+           "served_block", "vectors_as_constants"]
 
 
 @contextlib.contextmanager
@@ -222,151 +226,9 @@ class ServedEncoder:
                     block, rows, missing, token_rows if first else packed,
                     rows_shape, values, fold, token_rows,
                     first_token_only=first, matmuls=self.matmuls)
-            outputs.append(rows if missing is None else rows + missing)
+            out = first_copy(rows)
+            outputs.append(out if missing is None else out + missing)
         return outputs
-
-
-def block_matmuls(block):
-    """The four dense layers of a `TransformerBlock`."""
-    return (block.attention.qkv, block.attention.output_dense,
-            block.intermediate, block.output_dense)
-
-
-class SplitMatmuls:
-    """How a served encoder runs its block matmuls: each as `parts`
-    matmuls, which TensorFlow's inter-op threads run side by side
-    (oneDNN's kernels hardly use a second core at a text's few rows). The
-    query/key/value matmul runs on each head group's columns
-    (`query_key_value`), whose attention runs apart; the intermediate
-    layer on its kernel's column slices. The layers after them, the
-    attention's and the feed-forward's output layers, take those parts as
-    they come (`output_parts`), each on its own rows of the kernel, and add
-    the products: no concatenation between. A float kernel's slices are
-    variables of their own (`kernels`, named `<kernel path>_part<i>` for
-    columns, `<kernel path>_rows<i>` for rows, `<kernel path>_heads<i>`
-    for head groups), which exports hold in place of the kernel
-    (`ServedModel.variables`); an int8 layer slices its constants itself
-    (`Int8Dense`).
-
-    Called as `matmuls(dense, x)` it returns `dense(x)`; with `residual`,
-    `residual + dense(x)` in the residual's dtype: an int8 layer adds it
-    inside its kernels, and Grappler fuses a float layer's add into its
-    (first) matmul. `x` may be a list of column parts, as
-    `matmuls(dense, x, output_parts=True)` returns them.
-    """
-
-    def __init__(self, encoder, parts=1):
-        self.parts = parts
-        self.kernels = {}  # {id(kernel): [tf.Variable]}
-        self.row_split = set()  # ids of the kernels split by rows
-        if parts <= 1:
-            return
-        with tf.init_scope():
-            for block in encoder.transformer_layers:
-                for dense in block_matmuls(block):
-                    if foldable(dense) and not dense.units % parts:
-                        self._split(block, dense)
-
-    def _split(self, block, dense):
-        """`dense`'s kernel as variables of its parts: the query/key/value
-        kernel's by head groups, the attention's and the feed-forward's
-        output kernels by rows (where the layer before them is split), the
-        others by columns."""
-        kernel, value = dense.kernel, dense.kernel.numpy()
-        fed_by = {id(block.attention.output_dense): block.attention.qkv,
-                  id(block.output_dense): block.intermediate}.get(id(dense))
-        if fed_by is not None:
-            if id(fed_by.kernel) not in self.kernels:
-                return
-            values, name = np.split(value, self.parts, axis=0), "rows"
-            self.row_split.add(id(kernel))
-        elif dense is block.attention.qkv:
-            columns = self.head_groups(block.attention)
-            if columns is None:
-                return
-            values, name = [value[:, c] for c in columns], "heads"
-        else:
-            values, name = np.split(value, self.parts, axis=-1), "part"
-        self.kernels[id(kernel)] = [
-            tf.Variable(part, trainable=False, name=f"{kernel.path}_{name}"
-                        f"{index}") for index, part in enumerate(values)]
-
-    def head_groups(self, attention):
-        """The query/key/value columns of each of the attention's head
-        groups, one group a part, or None (one part, or heads that do not
-        split so)."""
-        if self.parts <= 1 or attention.num_heads % self.parts:
-            return None
-        return attention.head_group_columns(self.parts)
-
-    def query_key_value(self, attention, x):
-        """The attention's query/key/value rows of `x`: a list of each
-        head group's where its matmul runs in parts (`head_groups`)."""
-        qkv = attention.qkv
-        columns = self.head_groups(attention)
-        if columns is None or not (isinstance(qkv, Int8Dense) or
-                                   id(qkv.kernel) in self.kernels):
-            return self(qkv, x)
-        if isinstance(qkv, Int8Dense):
-            return qkv(x, column_parts=tuple(tuple(c.tolist())
-                                             for c in columns),
-                       output_parts=True)
-        return self._float(qkv, x, self.kernels[id(qkv.kernel)], True,
-                           columns)
-
-    def __call__(self, dense, x, residual=None, output_parts=False):
-        if isinstance(x, list) and len(x) == 1:
-            x = x[0]
-        if isinstance(dense, Int8Dense):
-            if isinstance(x, list):  # its input slices, on its rows
-                return dense(x, residual=residual)
-            return dense(x, residual=residual, output_parts=output_parts,
-                         column_parts=self.parts
-                         if dense.units % self.parts == 0 else 1)
-        kernels = self.kernels.get(id(getattr(dense, "kernel", None)))
-        if isinstance(x, list):
-            if id(dense.kernel) in self.row_split:
-                return self._rows(dense, x, kernels, residual)
-            x = tf.concat(x, axis=-1)
-        out = self._float(dense, x, kernels, output_parts)
-        if output_parts:
-            return out
-        return out if residual is None else \
-            residual + tf.cast(out, residual.dtype)
-
-    @staticmethod
-    def _float(dense, x, kernels, output_parts=False, columns=None):
-        if kernels is None:
-            return [dense(x)] if output_parts else dense(x)
-        x = tf.cast(x, dense.compute_dtype)
-        bias = tf.cast(dense.bias.value, dense.compute_dtype)
-        biases = tf.split(bias, len(kernels)) if columns is None else [
-            tf.gather(bias, c) for c in columns]
-        outs = [dense.activation(tf.nn.bias_add(tf.linalg.matmul(x, kernel),
-                                                bias))
-                for kernel, bias in zip(kernels, biases)]
-        return outs if output_parts else tf.concat(outs, axis=-1)
-
-    @staticmethod
-    def _rows(dense, parts, kernels, residual=None):
-        """A float layer without activation on its input's column
-        `parts`, each on its slice of rows of the kernel, the products
-        added (the first with `residual`, in its dtype). Each product
-        adds an equal share of the bias: oneDNN keeps the reordered
-        weights of a matmul fused with its bias, not of a plain one
-        (bf16 BERT-Base, batch 1: 300 against 127 us a node)."""
-        dtype = dense.compute_dtype
-        share = tf.cast(dense.bias.value, dtype) * tf.cast(
-            1.0 / len(kernels), dtype)
-        outs = [tf.nn.bias_add(tf.linalg.matmul(tf.cast(part, dtype),
-                                                kernel), share)
-                for part, kernel in zip(parts, kernels)]
-        out = outs[0]
-        if residual is not None:
-            out = residual + tf.cast(out, residual.dtype)
-        for other in outs[1:]:
-            out = out + tf.cast(other, out.dtype)
-        return out
 
 
 def served_block(block, rows, missing, layout, rows_shape, values, fold,
@@ -378,32 +240,47 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
     `PackedRows` (its bias too). `values`: the NumPy values of the vectors
     ({id(variable): value}). `first_token_only`: the output rows are each
     sequence's first token's alone, [batch, H] (`layout` is then
-    `token_rows`). `matmuls`: a `SplitMatmuls` (None: unsplit)."""
+    `token_rows`). `matmuls`: a `SplitMatmuls` (None: unsplit). `rows`,
+    and the output rows, may be `RowCopies` (the first is the block's
+    output: `bert_tf.layers.copies`)."""
     matmuls = matmuls or SplitMatmuls(None)
     attention = block.attention
+    first = first_copy(rows)
     if first_token_only:  # keys and values of all rows; the rest of [CLS]
-        residual = token_rows.first(rows)
+        residual = token_rows.first(first)
         rows_shape = tf.shape(residual)
     else:
-        residual = rows
+        residual = first
     with biases_with(missing, values, fed=[attention.qkv],
                      residual=[attention.output_dense]):
         with tf.name_scope(attention.name):
+            # The query/key/value matmul reads `rows` (each head group its
+            # own copy); the attention takes its shapes from the first.
             rows = matmuls(attention.output_dense, attention.context(
-                rows, attention_bias=layout.attention_bias(),
+                first, attention_bias=layout.attention_bias(),
                 rows_shape=rows_shape,
                 transpose=transpose_heads, token_rows=layout,
                 first_query=first_token_only, float32_softmax=False,
-                qkv=lambda x: matmuls.query_key_value(attention, x)),
-                residual)
-    rows = served_layer_norm(block.attention_norm, rows, add_beta=not fold)
+                qkv=lambda _, x=rows: matmuls.query_key_value(attention, x)),
+                residual, copies=matmuls.copies)
+    rows = _normed(block.attention_norm, rows, fold)
     missing = beta_of(block.attention_norm, values) if fold else None
     with biases_with(missing, values, fed=[block.intermediate],
                      residual=[block.output_dense]):
         rows = matmuls(block.output_dense, matmuls(
-            block.intermediate, rows, output_parts=True), rows)
-    rows = served_layer_norm(block.output_norm, rows, add_beta=not fold)
+            block.intermediate, rows, output_parts=True), first_copy(rows),
+            copies=matmuls.copies)
+    rows = _normed(block.output_norm, rows, fold)
     return rows, beta_of(block.output_norm, values) if fold else None
+
+
+def _normed(norm, rows, fold):
+    """The served `norm` of `rows`, of each copy if `RowCopies`
+    (`bert_tf.layers.copies`); without its beta if `fold`."""
+    if isinstance(rows, RowCopies):
+        return RowCopies(served_layer_norm(norm, copy, add_beta=not fold)
+                         for copy in rows)
+    return served_layer_norm(norm, rows, add_beta=not fold)
 
 
 class ServedModel:

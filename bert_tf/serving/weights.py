@@ -29,7 +29,8 @@ def joined_kernel_parts(variables):
     `<kernel path>_part<i>`), row slices (`<kernel path>_rows<i>`) or
     head groups' query/key/value columns (`<kernel path>_heads<i>`: each
     [in, 3 * W] of its heads' query, key and value columns; `bert_tf.
-    models.served.SplitMatmuls`) joined back into one tensor, in order."""
+    models.split_matmuls.SplitMatmuls`) joined back into one tensor, in
+    order."""
     import re
 
     import tensorflow as tf

@@ -14,7 +14,7 @@ def plain_variables(model):
     copy of each variable that TF1-style loaders (TF Serving, the C API)
     restore while the functions read the first, uninitialized one. A
     served model's split kernels are plain already
-    (`bert_tf.models.served.SplitMatmuls`)."""
+    (`bert_tf.models.split_matmuls.SplitMatmuls`)."""
     return [v.value if isinstance(v, keras.Variable) else v
             for v in model.variables]
 
