@@ -447,6 +447,18 @@ def test_split_blocks_compute_their_sums_and_norms_once_per_thread(
                           (1 + 4 * layers, 2 * layers)], (precision, counts)
 
 
+def test_the_old_path_of_split_matmuls_still_works_and_warns():
+    """`SplitMatmuls` and `block_matmuls` moved from `bert_tf.models.served`
+    to `bert_tf.models.split_matmuls`; the old names still work and warn
+    with the new path."""
+    from bert_tf.models import served, split_matmuls
+
+    for name in ("SplitMatmuls", "block_matmuls"):
+        with pytest.warns(DeprecationWarning,
+                          match=f"bert_tf.models.split_matmuls.{name}"):
+            assert getattr(served, name) is getattr(split_matmuls, name)
+
+
 def test_head_groups_are_the_query_key_value_columns_of_their_heads():
     """`head_group_columns`: each group's query, key and value columns of
     its own heads, every column once."""

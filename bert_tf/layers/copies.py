@@ -63,3 +63,17 @@ def kept_apart(tensor, index):
     if index and not tf.executing_eagerly():
         tensor.op._set_attr(COPY_ATTRIBUTE, tf.compat.v1.AttrValue(i=index))
     return tensor
+
+
+def added_copies(first, others, copies):
+    """`first` plus each of `others` (cast to its dtype), computed
+    `copies` times, each copy's first add `kept_apart`: a list."""
+    sums = []
+    for copy in range(copies):
+        out = first
+        for index, other in enumerate(others):
+            out = out + tf.cast(other, out.dtype)
+            if index == 0:
+                out = kept_apart(out, copy)
+        sums.append(out)
+    return sums

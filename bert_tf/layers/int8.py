@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_library, op_def_registry
 
-from bert_tf.layers.copies import kept_apart
+from bert_tf.layers.copies import added_copies
 from bert_tf.layers.transformer import gelu_erf, gelu_tanh
 
 QUANTIZED_MATMUL = "_QuantizedMatMul"
@@ -374,15 +374,9 @@ class Int8Dense(keras.layers.Layer):
                              slice(None), rows, tf.float32)
                 for index, ((quantized, q_low, q_high), rows) in enumerate(
                     zip(codes, _slices([int(p.shape[-1]) for p in parts])))]
-        sums = []
-        for copy in range(copies):
-            out = outs[0]
-            for index, other in enumerate(outs[1:]):
-                out = out + other
-                if index == 0:
-                    out = kept_apart(out, copy)
-            sums.append(out if residual is not None
-                        else tf.cast(out, self.output_dtype))
+        sums = [out if residual is not None else tf.cast(
+            out, self.output_dtype) for out in added_copies(
+                outs[0], outs[1:], copies)]
         return sums if copies > 1 else sums[0]
 
     def _kernel(self, quantized, q_low, q_high, bias, residual, columns,

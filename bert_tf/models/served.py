@@ -62,6 +62,7 @@ took 6.2 s when each call traced the encoder again (8 traces), 2.9 s now.
 """
 
 import contextlib
+import warnings
 
 import keras
 import numpy as np
@@ -73,10 +74,19 @@ from bert_tf.layers.norm import served_layer_norm
 from bert_tf.layers.token_rows import PackedRows, TokenRows
 from bert_tf.layers.transformer import transpose_heads
 from bert_tf.models.encoder import INPUT_NAMES, select_inputs
-from bert_tf.models.split_matmuls import SplitMatmuls, block_matmuls
+from bert_tf.models import split_matmuls
 
-__all__ = ["ServedEncoder", "ServedModel", "SplitMatmuls", "block_matmuls",
-           "served_block", "vectors_as_constants"]
+_MOVED = {"SplitMatmuls", "block_matmuls"}
+
+
+def __getattr__(name):
+    # The names that moved to `bert_tf.models.split_matmuls` on 2026-12-07.
+    if name in _MOVED:
+        warnings.warn(f"bert_tf.models.served.{name} is now bert_tf.models."
+                      f"split_matmuls.{name}.", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(split_matmuls, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @contextlib.contextmanager
@@ -158,7 +168,7 @@ class ServedEncoder:
         self.encoder = encoder
         self.pooler = pooler
         self.first_token_only = first_token_only
-        self.matmuls = matmuls or SplitMatmuls(encoder)
+        self.matmuls = matmuls or split_matmuls.SplitMatmuls(encoder)
         self.config = encoder.config
         # One trace per input shape for every copy and signature that
         # calls it, inlined at each call (the module docstring).
@@ -216,7 +226,7 @@ class ServedEncoder:
         blocks = self.encoder.transformer_layers
         packed = PackedRows(token_rows)
         fold = all(foldable(dense) for block in blocks
-                   for dense in block_matmuls(block))
+                   for dense in split_matmuls.block_matmuls(block))
         outputs, missing, rows_shape = [], None, tf.shape(rows)
         for index, block in enumerate(blocks):
             first = self.first_token_only and index == len(blocks) - 1
@@ -243,7 +253,7 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
     `token_rows`). `matmuls`: a `SplitMatmuls` (None: unsplit). `rows`,
     and the output rows, may be `RowCopies` (the first is the block's
     output: `bert_tf.layers.copies`)."""
-    matmuls = matmuls or SplitMatmuls(None)
+    matmuls = matmuls or split_matmuls.SplitMatmuls(None)
     attention = block.attention
     first = first_copy(rows)
     if first_token_only:  # keys and values of all rows; the rest of [CLS]
@@ -303,7 +313,7 @@ class ServedModel:
         self.model = model
         self.row_classes = tuple(int(b) for b in row_classes)
         encoder = getattr(model, "encoder", model)
-        self.matmuls = SplitMatmuls(encoder, matmul_parts)
+        self.matmuls = split_matmuls.SplitMatmuls(encoder, matmul_parts)
         self.encoder = ServedEncoder(encoder, matmuls=self.matmuls)
         # Not in fp32's copies per row class: there the last layer's
         # matmuls would take as many rows as texts, in any class.

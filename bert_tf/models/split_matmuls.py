@@ -6,7 +6,7 @@ docstring of `bert_tf.models.served` says why and what it gained.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.layers.copies import RowCopies, first_copy, kept_apart
+from bert_tf.layers.copies import RowCopies, added_copies, first_copy
 from bert_tf.layers.folding import foldable
 from bert_tf.layers.int8 import Int8Dense
 
@@ -174,12 +174,5 @@ class SplitMatmuls:
         first = outs[0]
         if residual is not None:
             first = residual + tf.cast(first, residual.dtype)
-        sums = []
-        for copy in range(copies):
-            out = first
-            for index, other in enumerate(outs[1:]):
-                out = out + tf.cast(other, out.dtype)
-                if index == 0:
-                    out = kept_apart(out, copy)
-            sums.append(out)
+        sums = added_copies(first, outs[1:], copies)
         return RowCopies(sums) if copies > 1 else sums[0]
