@@ -74,6 +74,31 @@ def test_packed_attention_equals_the_padded_one(masks, causal):
     assert rows == batch - _greedy_pairs(kept, kept.max())
 
 
+@SETTINGS
+@given(masks=MASKS, heads=st.integers(1, 3))
+def test_heads_gathers_are_the_rows_gathers_and_transposes(masks, heads):
+    """`to_heads` is `to_attention` reshaped to heads and transposed;
+    `from_heads` undoes that transpose, then `from_attention`: in either
+    layout."""
+    token_rows = TokenRows(np.array(masks, "int32"))
+    size = 2
+    kept = int(tf.size(token_rows.row_source))
+    rows = tf.random.stateless_normal((kept, 3 * heads * size), (kept, 1))
+    for layout in (token_rows, PackedRows(token_rows)):
+        length = int(tf.shape(layout.attention_bias())[-1])
+        padded = tf.reshape(layout.to_attention(rows),
+                            (-1, length, 3, heads, size))
+        expected = tf.transpose(padded, (2, 0, 3, 1, 4))
+        got = layout.to_heads(rows, heads, size)
+        for part in range(3):
+            np.testing.assert_array_equal(got[part], expected[part])
+        context = got[2] * 2.0
+        back = layout.from_attention(tf.reshape(tf.transpose(
+            context, (0, 2, 1, 3)), (-1, heads * size)))
+        np.testing.assert_array_equal(
+            tf.reshape(layout.from_heads(context), (-1, heads * size)), back)
+
+
 def test_a_batch_of_sentences_packs_into_fewer_rows():
     """32 lengths like RT sentences' (mean 28, longest 55): 20 rows."""
     lengths = np.random.default_rng(0).integers(8, 47, 32)

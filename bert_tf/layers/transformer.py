@@ -62,8 +62,9 @@ def transpose_heads(x, perm):
     `x` as integers: oneDNN's rewrite (`_MklTranspose`, float types only)
     costs about 45 us more a call whatever the size (54 against 11 us
     beyond an add, at one sentence's [1, 24, 3, 12, 32] on 2 EPYC cores;
-    within 16% either way at 32 sentences). For served graphs only: a
-    bitcast has no gradient.
+    within 16% either way at 32 sentences). Not for training: a bitcast
+    has no gradient. (Served encoders no longer transpose their heads:
+    their layouts gather them, `bert_tf.layers.token_rows`.)
 
     Examples:
         >>> x = tf.reshape(tf.range(6.0), (1, 2, 3))
@@ -158,15 +159,17 @@ class MultiHeadSelfAttention(ConfigLayer):
                float32_softmax):
         """`_attend` for the query/key/value rows of some heads."""
         heads = qkv.shape[-1] // (3 * self.head_size)
-        if token_rows is not None:
-            qkv = token_rows.to_attention(qkv)
-        # [batch, seq, 3, heads, head_size]: the batch and length are the
-        # bias's, which every layer shares (Grappler computes them once).
-        qkv = ops.reshape(qkv, (
-            -1, ops.shape(attention_bias)[-1], 3, heads, self.head_size))
-        # [3, batch, heads, seq, head_size]: one transpose for q, k and v.
-        query, key, value = ops.unstack(
-            transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
+        if token_rows is not None:  # one gather (`bert_tf.layers.token_rows`)
+            query, key, value = token_rows.to_heads(qkv, heads,
+                                                    self.head_size)
+        else:
+            # [batch, seq, 3, heads, head_size]: the batch and length are
+            # the bias's, which every layer shares.
+            qkv = ops.reshape(qkv, (
+                -1, ops.shape(attention_bias)[-1], 3, heads, self.head_size))
+            # [3, batch, heads, seq, head_size]: one transpose for q, k, v.
+            query, key, value = ops.unstack(
+                transpose(qkv, (2, 0, 3, 1, 4)), 3, axis=0)
         if first_query:
             query = query[:, :, :1]
             if self.causal:  # else [batch, 1, 1, seq] already
@@ -220,10 +223,11 @@ class MultiHeadSelfAttention(ConfigLayer):
         `token_rows.attention_bias()`, when the caller computed it once for
         all layers (then `input_mask` may be None); `rows_shape`: the shape
         of token rows `x`, likewise, or of the output rows. `transpose`: the
-        heads' transpose (served graphs pass `transpose_heads`); None:
-        `ops.transpose`. `token_rows`: a
+        heads' transpose without `token_rows` (None: `ops.transpose`).
+        `token_rows`: a
         `TokenRows` when `x` holds only its kept rows (served graphs): the
-        attention runs on its layout (a `PackedRows` packs the sequences).
+        attention runs on its layout (a `PackedRows` packs the sequences),
+        which takes the heads in one gather each way.
         `first_query`: token rows `x` of `token_rows`; the output at each
         sequence's first token only, [batch, H] (served graphs whose head
         reads `[CLS]` alone). `float32_softmax`: False computes the
@@ -261,10 +265,10 @@ class MultiHeadSelfAttention(ConfigLayer):
         if first_query:  # [batch, heads, 1, head_size] is [batch, W] as is
             return tf.reshape(context, (-1, width)
                               if rows_shape is None else rows_shape)
-        context = transpose(context, (0, 2, 1, 3))
         if token_rows is not None:
-            context = token_rows.from_attention(
-                tf.reshape(context, (-1, width)))
+            context = token_rows.from_heads(context)
+        else:
+            context = transpose(context, (0, 2, 1, 3))
         if len(x.shape) == 2:
             # The rows' own shape, not (-1, W): Grappler then knows that the
             # output has the residual's rows and fuses the block's residual

@@ -11,8 +11,9 @@ numbers are the same (to float32 rounding); the graph is smaller:
 - each layer norm takes the served form of `bert_tf.layers.norm`;
 - each norm's beta is folded into the biases of the dense layers it feeds
   (`bert_tf.layers.folding`), for float dense layers;
-- the attention transposes heads with TensorFlow's own kernel
-  (`bert_tf.layers.transformer.transpose_heads`), and takes its softmax
+- the attention takes its heads from the rows, and its output back, in
+  one gather each way (`bert_tf.layers.token_rows`: no transposes), and
+  takes its softmax
   in the logits' dtype: bf16 in bf16 exports and in int8 ones whose
   query/key/value come out in bf16 (`BertEncoder.to_int8`);
 - an int8 block adds its two residuals inside the output matmuls' kernels
@@ -72,7 +73,6 @@ from bert_tf.layers.copies import RowCopies, first_copy
 from bert_tf.layers.folding import beta_of, biases_with, foldable
 from bert_tf.layers.norm import served_layer_norm
 from bert_tf.layers.token_rows import PackedRows, TokenRows
-from bert_tf.layers.transformer import transpose_heads
 from bert_tf.models.encoder import INPUT_NAMES, select_inputs
 from bert_tf.models import split_matmuls
 
@@ -268,8 +268,7 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
             # own copy); the attention takes its shapes from the first.
             rows = matmuls(attention.output_dense, attention.context(
                 first, attention_bias=layout.attention_bias(),
-                rows_shape=rows_shape,
-                transpose=transpose_heads, token_rows=layout,
+                rows_shape=rows_shape, token_rows=layout,
                 first_query=first_token_only, float32_softmax=False,
                 qkv=lambda _, x=rows: matmuls.query_key_value(attention, x)),
                 residual, copies=matmuls.copies)
