@@ -7,6 +7,7 @@ from bert_tf import checkpoints
 from bert_tf.models.chunked import ROW_CLASS_BOUNDS, map_in_chunks, row_class
 from bert_tf.models.encoder import BertEncoder
 from bert_tf.models.served import ServedEncoder, ServedModel
+from bert_tf.models.split_matmuls import SplitMatmuls
 from conftest import (TINY, assert_close_at_real_tokens,
                       cpu_has_avx512, int8_weight_limit, random_inputs)
 
@@ -245,10 +246,10 @@ def test_served_form_keeps_betas_with_zeros(tiny_config, zeros):
 
 
 def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
-    """Served, each block's norms leave beta out and the dense layers
-    after them add it in their biases: the same outputs (every layer's),
-    two adds fewer a block; the pooler is left out of a served task model
-    that does not read it."""
+    """Served, each norm (the embeddings' too) leaves beta out and the
+    dense layers after it add it in their biases: the same outputs (every
+    layer's, the embeddings' included), one add fewer a norm; the pooler
+    is left out of a served task model that does not read it."""
     from bert_tf.tasks.classification.model import BertClassifier
 
     encoder = BertEncoder(**tiny_config)
@@ -258,10 +259,13 @@ def test_served_form_folds_norm_betas_into_the_biases_they_feed(tiny_config):
     served = tf.function(ServedEncoder(encoder))
     folded = [n.name for n in _nodes(served, inputs)
               if n.name.endswith("_folded")]
-    # qkv and the attention output of blocks after the first, the
-    # feed-forward in and out of every block.
-    assert len(folded) == 4 * tiny_config["num_layers"] - 2, folded
+    # qkv and the attention output (after the embeddings' norm or the
+    # block before), the feed-forward in and out, of every block.
+    assert len(folded) == 4 * tiny_config["num_layers"], folded
     after = served(inputs)
+    assert_close_at_real_tokens(after["embedding_output"],
+                                before["embedding_output"],
+                                inputs["input_mask"])
     np.testing.assert_allclose(after["pooled_output"],
                                before["pooled_output"], atol=1e-5)
     assert_close_at_real_tokens(after["sequence_output"],
@@ -504,6 +508,39 @@ def test_int8_attention_in_bf16_stays_near_fp32(tiny_config):
     assert_close_at_real_tokens(got, encoder(inputs)["sequence_output"],
                                 inputs["input_mask"], atol=1e-2)
     assert_close_at_real_tokens(got, want, inputs["input_mask"], atol=0.05)
+
+
+def test_int8_blocks_take_their_norms_betas_folded(tiny_config):
+    """An int8 encoder's matmuls after a norm quantize its output less its
+    beta (`input_shift`), which its served form leaves out of every norm,
+    split into column halves or not: no norm adds a beta, and the outputs
+    are the int8 encoder's own, near fp32's."""
+    keras.utils.set_random_seed(1)
+    encoder = BertEncoder(**tiny_config)
+    _random_vectors(encoder, 3)
+    for weight in encoder.weights:  # betas of a trained BERT's size
+        if weight.path.endswith("beta"):
+            weight.assign(weight * 0.1)
+    inputs = random_inputs(batch=3, length=10, pad_from=4)
+    want = encoder(inputs)["sequence_output"].numpy()
+    encoder.to_int8(lambda: encoder(inputs), weight_limit=int8_weight_limit())
+    first = encoder.transformer_layers[0]
+    np.testing.assert_array_equal(first.attention.qkv.input_shift,
+                                  encoder.embeddings.layer_norm.beta)
+    np.testing.assert_array_equal(first.intermediate.input_shift,
+                                  first.attention_norm.beta)
+    keras_int8 = encoder(inputs)["sequence_output"].numpy()
+    assert_close_at_real_tokens(keras_int8, want, inputs["input_mask"],
+                                atol=0.1)
+    for parts in (1, 2):
+        served = tf.function(lambda x: ServedEncoder(
+            encoder, matmuls=SplitMatmuls(encoder, parts))(x))
+        norm_adds = [n.name for n in _nodes(served, inputs)
+                     if n.op == "AddV2" and "norm" in n.name]
+        assert not norm_adds, norm_adds
+        assert_close_at_real_tokens(served(inputs)["sequence_output"],
+                                    keras_int8, inputs["input_mask"],
+                                    atol=1e-3)
 
 
 def test_served_bf16_softmax_in_bf16_float32_outside(tiny_config):

@@ -317,6 +317,35 @@ def test_int8_dense_adds_its_residual_and_dequantizes_to_bf16_in_kernel():
         Int8Dense.from_dense(dense, output_dtype="float16")
 
 
+def test_int8_dense_takes_its_norms_beta_folded():
+    """Converted with the beta of the norm before it (`input_shift`), an
+    int8 layer quantizes its input less that beta, near the float layer;
+    given the input already less it (`shifted`), or a residual less a
+    vector (`residual_lacks`), it gives the same outputs."""
+    from bert_tf.layers.int8 import Int8Dense
+
+    dense = keras.layers.Dense(16, kernel_initializer=(
+        keras.initializers.GlorotUniform(seed=0)))
+    dense.build((None, 32))
+    beta = np.linspace(-2.0, 3.0, 32).astype("float32")
+    x = _x(batch=1, length=20, width=32)[0] + beta
+    residual = _x(batch=1, length=20, width=16)[0]
+    lacks = np.linspace(1.0, -1.0, 16).astype("float32")
+    want = dense(x).numpy()
+    layer = Int8Dense.from_dense(dense, x.min(0), x.max(0), input_shift=beta,
+                                 weight_limit=int8_weight_limit())
+    got = layer(x).numpy()
+    assert np.abs(got - want).max() < 0.02 * np.abs(want).max()
+    np.testing.assert_allclose(layer(x - beta, shifted=True), got, atol=1e-5)
+    np.testing.assert_allclose(
+        layer(x, residual=residual - lacks, residual_lacks=lacks),
+        got + residual, atol=1e-5)
+    again = Int8Dense.from_config(layer.get_config())
+    np.testing.assert_allclose(again(x).numpy(), got, atol=1e-6)
+    with pytest.raises(ValueError, match="residual_lacks takes a residual"):
+        layer(x, residual_lacks=lacks)
+
+
 def test_int8_dense_in_column_parts_gives_the_same_outputs():
     """A matmul run as one kernel per half of its output columns (served
     encoders: `SplitMatmuls`) gives the one kernel's outputs, calibrated or
@@ -459,7 +488,7 @@ def test_int8_input_codes_are_exact_in_graphs():
     the other way and cost 78 against 23 us a call at batch 1."""
     import tensorflow as tf
 
-    from bert_tf.layers.int8 import _quantize_min_first
+    from bert_tf.layers.quantized_ops import quantize_min_first as _quantize_min_first
 
     x = _x(batch=1, length=64, width=48)[0] * 3
     low, high = -2.7, 5.1

@@ -6,8 +6,10 @@ residual add. Served, the norm returns `y - beta`; the dense layer it
 feeds adds `beta @ kernel` to its bias and the residual's dense layer
 adds `beta` to its own, so every sum is the same. The new biases are
 constants computed when the graph is traced (the vectors of a served
-graph are constants already: `bert_tf.models.served`). Only for float
-dense layers: an int8 layer's input ranges were calibrated on `y`.
+graph are constants already: `bert_tf.models.served`). An int8 layer
+(`Int8Dense`) takes the same beta as arguments of its call instead: it
+was converted with it as its `input_shift` (its input's ranges are those
+of `y - beta`), and adds a residual's to its bias.
 """
 
 import contextlib
@@ -15,6 +17,8 @@ import contextlib
 import keras
 import numpy as np
 import tensorflow as tf
+
+from bert_tf.layers.int8 import Int8Dense
 
 
 def vector_value(variable, values):
@@ -33,6 +37,16 @@ def foldable(dense):
     return type(dense) is keras.layers.Dense and dense.use_bias
 
 
+def takes_folded_beta(dense, reads_norm):
+    """Whether a served block may leave a norm's beta out of the rows
+    `dense` reads (`reads_norm`) or adds its output to: a float Dense with
+    a bias (`biases_with`), or an `Int8Dense`, with that beta as its
+    `input_shift` where it reads the norm."""
+    if isinstance(dense, Int8Dense):
+        return not reads_norm or dense.input_shift is not None
+    return foldable(dense)
+
+
 def beta_of(norm, values):
     """The float32 beta of a `LayerNorm` (None without one)."""
     return vector_value(norm.beta, values).astype("float32") \
@@ -44,7 +58,8 @@ def biases_with(beta, values, fed=(), residual=()):
     """Within it, the dense layers `fed` by rows that lack `beta` (a
     float32 vector, or None) read `bias + beta @ kernel`, and those whose
     output is added to such rows (`residual`) read `bias + beta`, as
-    constants of the graph. `values`: as in `vector_value`.
+    constants of the graph. `values`: as in `vector_value`. Int8 layers
+    are left as they are (they take `beta` as arguments: `Int8Dense`).
 
     Examples:
         >>> dense = keras.layers.Dense(2)
@@ -63,6 +78,8 @@ def biases_with(beta, values, fed=(), residual=()):
         return
     mapping = []
     for dense in (*fed, *residual):
+        if not foldable(dense):
+            continue
         bias = vector_value(dense.bias, values).astype("float64")
         if dense in residual:
             bias += beta

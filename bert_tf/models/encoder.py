@@ -196,6 +196,7 @@ class BertEncoder(keras.Model):
         slots = [(block, owner, attribute)
                  for block in self.transformer_layers
                  for owner, attribute in block.int8_matmuls()]
+        shifts = self._int8_input_shifts()
         recorders = {}
         if calibrate is not None:
             for block, owner, attribute in slots:
@@ -219,7 +220,8 @@ class BertEncoder(keras.Model):
             int8 = Int8Dense.from_dense(
                 dense, low, high, alpha, output_dtype=attention
                 if owner is block.attention and attribute == "qkv"
-                else "float32", weight_limit=weight_limit)
+                else "float32", weight_limit=weight_limit,
+                input_shift=shifts.get((id(owner), attribute)))
             if owner is block.attention and attribute == "output_dense" and \
                     int8.input_scale is not None:
                 # Its input is probabilities x values: its smoothing divides
@@ -231,6 +233,20 @@ class BertEncoder(keras.Model):
                 int8.input_scale = None
             replace_sublayer(owner, attribute, int8)
         return seen
+
+    def _int8_input_shifts(self):
+        """{(id(owner), attribute): the beta of the layer norm whose output
+        that matmul reads}: its int8 layer quantizes the output less it
+        (served blocks leave it out: `bert_tf.layers.folding`)."""
+        norms = {}
+        before = self.embeddings.layer_norm \
+            if self.embeddings.projection is None else None
+        for block in self.transformer_layers:
+            norms[id(block.attention), "qkv"] = before
+            norms[id(block), "intermediate"] = block.attention_norm
+            before = block.output_norm
+        return {key: norm.beta.numpy() for key, norm in norms.items()
+                if norm is not None and norm.center}
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         inputs = select_inputs(inputs, INPUT_NAMES)

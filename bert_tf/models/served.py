@@ -10,7 +10,9 @@ numbers are the same (to float32 rounding); the graph is smaller:
   `docs/guides/serving.md`, "Weights as constants");
 - each layer norm takes the served form of `bert_tf.layers.norm`;
 - each norm's beta is folded into the biases of the dense layers it feeds
-  (`bert_tf.layers.folding`), for float dense layers;
+  (`bert_tf.layers.folding`), the embeddings' norm's too: a float layer
+  reads the folded bias, an int8 one takes the beta as an argument (it
+  was converted with it, `BertEncoder.to_int8`);
 - the attention takes its heads from the rows, and its output back, in
   one gather each way (`bert_tf.layers.token_rows`: no transposes), and
   takes its softmax
@@ -70,7 +72,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.layers.copies import RowCopies, first_copy
-from bert_tf.layers.folding import beta_of, biases_with, foldable
+from bert_tf.layers.folding import beta_of, biases_with, takes_folded_beta
 from bert_tf.layers.norm import served_layer_norm
 from bert_tf.layers.token_rows import PackedRows, TokenRows
 from bert_tf.models.encoder import INPUT_NAMES, select_inputs
@@ -191,9 +193,19 @@ class ServedEncoder:
     def _forward(self, inputs, values):
         encoder = self.encoder
         norm = encoder.embeddings.layer_norm
-        x = embedding_output = encoder.embeddings(
+        fold = self._folds()
+        # Not through a projection after the norm (factorized embeddings).
+        fold_embeddings = fold and encoder.embeddings.projection is None \
+            and all(takes_folded_beta(block.attention.qkv, True)
+                    for block in encoder.transformer_layers[:1])
+        x = encoder.embeddings(
             inputs["input_word_ids"], inputs["input_type_ids"],
-            norm=lambda x: served_layer_norm(norm, x))
+            norm=lambda x: served_layer_norm(norm, x,
+                                             add_beta=not fold_embeddings))
+        missing = beta_of(norm, values) if fold_embeddings else None
+        # Its beta back only where an output reads it (Grappler drops the
+        # add elsewhere).
+        embedding_output = x if missing is None else x + missing
         shape = tf.shape(x)
         rows = tf.reshape(x, (-1, self.config.hidden_size))
         # The blocks multiply the kept tokens' rows only (TokenRows); their
@@ -201,7 +213,7 @@ class ServedEncoder:
         token_rows = TokenRows(inputs["input_mask"],
                                self.config.attention == "causal")
         layer_rows = self._blocks(token_rows.compact(rows), values,
-                                  token_rows)
+                                  token_rows, fold, missing)
         layers = [tf.reshape(token_rows.padded(r), shape)
                   for r in layer_rows[:-1]]
         if self.first_token_only:  # [batch, H]
@@ -218,16 +230,27 @@ class ServedEncoder:
             "embedding_output": embedding_output,
         }
 
-    def _blocks(self, rows, values, token_rows):
-        """Each block's output rows. With float matmuls, each norm's beta
-        is added by the biases after it (`served_block`): each layer's
-        output gets its beta back in one add, which Grappler drops where
-        nothing reads it (all but the last)."""
+    def _folds(self):
+        """Whether each block norm's beta is added by the matmuls after it
+        (`bert_tf.layers.folding`): each of the blocks' matmuls takes it
+        (the first block's query/key/value may read the embeddings'
+        norm whole)."""
+        return all(takes_folded_beta(dense, reads_norm)
+                   for index, block in enumerate(
+                       self.encoder.transformer_layers)
+                   for dense, reads_norm in zip(
+                       split_matmuls.block_matmuls(block),
+                       (index > 0, False, True, False)))
+
+    def _blocks(self, rows, values, token_rows, fold, missing):
+        """Each block's output rows, from `rows` that lack `missing` (a
+        beta, or None). With `fold`, each norm's beta is added by the
+        matmuls after it (`served_block`): each layer's output gets its
+        beta back in one add, which Grappler drops where nothing reads it
+        (all but the last)."""
         blocks = self.encoder.transformer_layers
         packed = PackedRows(token_rows)
-        fold = all(foldable(dense) for block in blocks
-                   for dense in split_matmuls.block_matmuls(block))
-        outputs, missing, rows_shape = [], None, tf.shape(rows)
+        outputs, rows_shape = [], tf.shape(rows)
         for index, block in enumerate(blocks):
             first = self.first_token_only and index == len(blocks) - 1
             with tf.name_scope(block.name):
@@ -270,15 +293,17 @@ def served_block(block, rows, missing, layout, rows_shape, values, fold,
                 first, attention_bias=layout.attention_bias(),
                 rows_shape=rows_shape, token_rows=layout,
                 first_query=first_token_only, float32_softmax=False,
-                qkv=lambda _, x=rows: matmuls.query_key_value(attention, x)),
-                residual, copies=matmuls.copies)
+                qkv=lambda _, x=rows: matmuls.query_key_value(
+                    attention, x, shifted=missing is not None)),
+                residual, copies=matmuls.copies, residual_lacks=missing)
     rows = _normed(block.attention_norm, rows, fold)
     missing = beta_of(block.attention_norm, values) if fold else None
     with biases_with(missing, values, fed=[block.intermediate],
                      residual=[block.output_dense]):
         rows = matmuls(block.output_dense, matmuls(
-            block.intermediate, rows, output_parts=True), first_copy(rows),
-            copies=matmuls.copies)
+            block.intermediate, rows, output_parts=True,
+            shifted=missing is not None), first_copy(rows),
+            copies=matmuls.copies, residual_lacks=missing)
     rows = _normed(block.output_norm, rows, fold)
     return rows, beta_of(block.output_norm, values) if fold else None
 

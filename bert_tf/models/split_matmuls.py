@@ -41,6 +41,11 @@ class SplitMatmuls:
     `copies=self.copies` returns the sum as `RowCopies`, one per part of
     the matmul after (`bert_tf.layers.copies`: each thread computes its
     own copy of the sum and of the norm after it), which `x` may be too.
+
+    `shifted`, `residual_lacks`: the rows `x` lack their norm's beta, or
+    the residual lacks `residual_lacks` (`bert_tf.layers.folding`): an
+    int8 layer takes them as arguments (`Int8Dense`); a float one reads
+    its folded bias (`biases_with`) and ignores them.
     """
 
     def __init__(self, encoder, parts=1):
@@ -89,29 +94,33 @@ class SplitMatmuls:
             return None
         return attention.head_group_columns(self.parts)
 
-    def query_key_value(self, attention, x):
+    def query_key_value(self, attention, x, shifted=False):
         """The attention's query/key/value rows of `x`: a list of each
         head group's where its matmul runs in parts (`head_groups`)."""
         qkv = attention.qkv
         columns = self.head_groups(attention)
         if columns is None or not (isinstance(qkv, Int8Dense) or
                                    id(qkv.kernel) in self.kernels):
-            return self(qkv, first_copy(x))
+            return self(qkv, first_copy(x), shifted=shifted)
         if isinstance(qkv, Int8Dense):
             columns = tuple(tuple(c.tolist()) for c in columns)
             if isinstance(x, RowCopies):
-                return [qkv(copy, column_parts=columns, part=index)
+                return [qkv(copy, column_parts=columns, part=index,
+                            shifted=shifted)
                         for index, copy in enumerate(x)]
-            return qkv(x, column_parts=columns, output_parts=True)
+            return qkv(x, column_parts=columns, output_parts=True,
+                       shifted=shifted)
         return self._float(qkv, x, self.kernels[id(qkv.kernel)], True,
                            columns)
 
     def __call__(self, dense, x, residual=None, output_parts=False,
-                 copies=1):
+                 copies=1, shifted=False, residual_lacks=None):
         if isinstance(x, list) and len(x) == 1:
             x = x[0]
         if isinstance(dense, Int8Dense):
-            return self._int8(dense, x, residual, output_parts, copies)
+            return self._int8(dense, x, residual, output_parts, copies,
+                              dict(shifted=shifted,
+                                   residual_lacks=residual_lacks))
         kernels = self.kernels.get(id(getattr(dense, "kernel", None)))
         if isinstance(x, list):
             if id(dense.kernel) in self.row_split:
@@ -126,18 +135,20 @@ class SplitMatmuls:
             out = residual + tf.cast(out, residual.dtype)
         return RowCopies([out] * copies) if copies > 1 else out
 
-    def _int8(self, dense, x, residual, output_parts, copies):
-        """`__call__` for an `Int8Dense`."""
+    def _int8(self, dense, x, residual, output_parts, copies, folded):
+        """`__call__` for an `Int8Dense` (`folded`: its `shifted` and
+        `residual_lacks`)."""
         if isinstance(x, list):  # its input slices, on its rows
-            out = dense(x, residual=residual, copies=copies)
+            out = dense(x, residual=residual, copies=copies, **folded)
             return RowCopies(out) if copies > 1 else out
         parts = self.parts if dense.units % self.parts == 0 else 1
         if isinstance(x, RowCopies) and parts == len(x):
             outs = [dense(copy, residual=residual, column_parts=parts,
-                          part=index) for index, copy in enumerate(x)]
+                          part=index, **folded)
+                    for index, copy in enumerate(x)]
             return outs if output_parts else tf.concat(outs, axis=-1)
         out = dense(first_copy(x), residual=residual,
-                    output_parts=output_parts, column_parts=parts)
+                    output_parts=output_parts, column_parts=parts, **folded)
         return RowCopies([out] * copies) if copies > 1 else out
 
     @staticmethod
