@@ -197,13 +197,7 @@ class BertEncoder(keras.Model):
                  for block in self.transformer_layers
                  for owner, attribute in block.int8_matmuls()]
         shifts = self._int8_input_shifts()
-        recorders = {}
-        if calibrate is not None:
-            for block, owner, attribute in slots:
-                recorder = InputRangeRecorder(getattr(owner, attribute))
-                replace_sublayer(owner, attribute, recorder)
-                recorders[owner, attribute] = recorder
-            calibrate()
+        recorders = self._recorded_inputs(slots, calibrate)
         seen = {}
         for block, owner, attribute in slots:
             recorder = recorders.get((owner, attribute))
@@ -233,6 +227,19 @@ class BertEncoder(keras.Model):
                 int8.input_scale = None
             replace_sublayer(owner, attribute, int8)
         return seen
+
+    @staticmethod
+    def _recorded_inputs(slots, calibrate):
+        """{(owner, attribute): its `InputRangeRecorder`} after `calibrate`
+        ran with one in each matmul of `slots` ({} if None)."""
+        recorders = {}
+        if calibrate is not None:
+            for _, owner, attribute in slots:
+                recorder = InputRangeRecorder(getattr(owner, attribute))
+                replace_sublayer(owner, attribute, recorder)
+                recorders[owner, attribute] = recorder
+            calibrate()
+        return recorders
 
     def _int8_input_shifts(self):
         """{(id(owner), attribute): the beta of the layer norm whose output
