@@ -232,15 +232,17 @@ class ServedEncoder:
 
     def _folds(self):
         """Whether each block norm's beta is added by the matmuls after it
-        (`bert_tf.layers.folding`): each of the blocks' matmuls takes it
-        (the first block's query/key/value may read the embeddings'
-        norm whole)."""
-        return all(takes_folded_beta(dense, reads_norm)
-                   for index, block in enumerate(
-                       self.encoder.transformer_layers)
-                   for dense, reads_norm in zip(
-                       split_matmuls.block_matmuls(block),
-                       (index > 0, False, True, False)))
+        (`bert_tf.layers.folding`): by those that read the norm (the
+        intermediate layer, the next block's query/key/value) and those
+        whose output is added to it (the two output layers). The first
+        block's query/key/value reads the embeddings' norm, folded or not
+        (`fold_embeddings` in `_forward`)."""
+        return all(
+            takes_folded_beta(block.attention.qkv, reads_norm=index > 0)
+            and takes_folded_beta(block.attention.output_dense, False)
+            and takes_folded_beta(block.intermediate, True)
+            and takes_folded_beta(block.output_dense, False)
+            for index, block in enumerate(self.encoder.transformer_layers))
 
     def _blocks(self, rows, values, token_rows, fold, missing):
         """Each block's output rows, from `rows` that lack `missing` (a
