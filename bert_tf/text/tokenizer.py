@@ -11,6 +11,8 @@ Rows of plain text (ASCII and Latin-1 letters) take that fused path anyway,
 because there it is exact and twice as fast.
 """
 
+import functools
+
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -72,6 +74,41 @@ def _next_offsets(starts, lengths):
         tf.boolean_mask(tf.cast(lengths, flat.dtype),
                         limits > starts.row_starts()))
     return starts.with_flat_values(ends)
+
+
+def _eager_once(build):
+    """`build(*args)` made once per arguments when it runs eagerly: a
+    tf-text tokenizer builds its model from the vocab on each
+    construction (0.1-0.3 s a `BertTokenizer` for a 30k vocab), and every
+    preprocessor, export and evaluation of the same vocab made it again.
+    Its model is an immutable eager constant, safe to share; inside a
+    TF1 graph the tensors belong to that graph, so nothing is kept."""
+    shared = functools.lru_cache(maxsize=8)(build)
+
+    @functools.wraps(build)
+    def made(*args):
+        with tf.init_scope():
+            return shared(*args) if tf.executing_eagerly() else build(*args)
+
+    return made
+
+
+@_eager_once
+def _fast_bert_tokenizer(vocabulary, normalize, max_bytes):
+    return tf_text.FastBertTokenizer(
+        vocab=list(vocabulary), suffix_indicator="##",
+        max_bytes_per_word=max_bytes, token_out_type=tf.int32,
+        unknown_token="[UNK]", lower_case_nfd_strip_accents=normalize)
+
+
+@_eager_once
+def _fused_normalizer_and_wordpiece(vocabulary, lower_case):
+    return (tf_text.FastBertNormalizer(
+                lower_case_nfd_strip_accents=lower_case),
+            tf_text.FastWordpieceTokenizer(
+                vocab=list(vocabulary), suffix_indicator="##",
+                max_bytes_per_word=MAX_BYTES_PER_WORD,
+                token_out_type=tf.int32, unknown_token="[UNK]"))
 
 
 def _vocab_tokens(vocabulary):
@@ -143,12 +180,10 @@ class BertTokenizer(keras.layers.Layer):
 
     def _fast_bert(self, normalize, max_bytes=MAX_BYTES_PER_WORD):
         # tf-text turns its model buffer into a constant from a list of
-        # bytes: ~2 s for a 30k vocab inside a graph, 0.1 s eagerly.
-        with tf.init_scope():
-            return tf_text.FastBertTokenizer(
-                vocab=self.vocabulary, suffix_indicator="##",
-                max_bytes_per_word=max_bytes, token_out_type=tf.int32,
-                unknown_token="[UNK]", lower_case_nfd_strip_accents=normalize)
+        # bytes: ~2 s for a 30k vocab inside a graph, 0.1 s eagerly (made
+        # in an init scope).
+        return _fast_bert_tokenizer(tuple(self.vocabulary), normalize,
+                                    max_bytes)
 
     def fused(self):
         """The `tf_text.FastBertTokenizer` with fused normalization alone:
@@ -162,15 +197,9 @@ class BertTokenizer(keras.layers.Layer):
         starts, byte ends [B, n_max + 1] int32, 0-padded): the same
         values, the offsets mapped back to the input by a dense gather
         (tf-text's ragged gather needs RaggedRange, which TFLite lacks)."""
-        if self._fused_parts is None:
-            with tf.init_scope():  # once, eagerly (see `_fast_bert`)
-                self._fused_parts = (
-                    tf_text.FastBertNormalizer(
-                        lower_case_nfd_strip_accents=self.lower_case),
-                    tf_text.FastWordpieceTokenizer(
-                        vocab=self.vocabulary, suffix_indicator="##",
-                        max_bytes_per_word=MAX_BYTES_PER_WORD,
-                        token_out_type=tf.int32, unknown_token="[UNK]"))
+        if self._fused_parts is None:  # once, eagerly (see `_fast_bert`)
+            self._fused_parts = _fused_normalizer_and_wordpiece(
+                tuple(self.vocabulary), self.lower_case)
         normalizer, wordpiece = self._fused_parts
         normalized, offsets = normalizer.normalize_with_offsets(text)
         ids, starts, ends = wordpiece.tokenize_with_offsets(normalized)
