@@ -81,13 +81,15 @@ def _eager_once(build):
     tf-text tokenizer builds its model from the vocab on each
     construction (0.1-0.3 s a `BertTokenizer` for a 30k vocab), and every
     preprocessor, export and evaluation of the same vocab made it again.
-    Its model is an immutable eager constant, safe to share; inside a
-    TF1 graph the tensors belong to that graph, so nothing is kept."""
+    Its model is an immutable eager constant, safe to share (on the CPU,
+    where tf-text's kernels run, whatever device scope made it first);
+    inside a TF1 graph the tensors belong to that graph, so nothing is
+    kept."""
     shared = functools.lru_cache(maxsize=8)(build)
 
     @functools.wraps(build)
     def made(*args):
-        with tf.init_scope():
+        with tf.init_scope(), tf.device("/CPU:0"):
             return shared(*args) if tf.executing_eagerly() else build(*args)
 
     return made
