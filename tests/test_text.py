@@ -136,18 +136,17 @@ def test_tokenizers_of_one_vocab_share_tf_texts_models():
     vocab): preprocessors, exports and evaluations of one vocab now share
     them. Another casing is another model; a TF1 graph gets its own."""
     first, second = BertTokenizer(VOCAB), BertTokenizer(list(VOCAB))
-    assert first._wordpiece is second._wordpiece
-    assert first._fast is second._fast
+    for mine, theirs in ((first._exact, second._exact),
+                         (first._fast, second._fast)):
+        assert all(a is b for a, b in zip(mine, theirs, strict=True))
+    assert first.fused() is second.fused()
     text = tf.constant(["Café  OLÉ, hello worlds"])
-    first.dense_with_offsets(text), second.dense_with_offsets(text)
-    assert all(mine is theirs for mine, theirs in zip(
-        first._fused_parts, second._fused_parts, strict=True))
     cased = BertTokenizer(VOCAB, lower_case=False)
-    assert cased._fast is not first._fast
+    assert cased._fast[0] is not first._fast[0]
     assert cased(text).to_list() != first(text).to_list()
     with tf.Graph().as_default() as graph:
         in_graph = BertTokenizer(VOCAB)
-        assert in_graph._wordpiece is not first._wordpiece
+        assert in_graph._exact[1] is not first._exact[1]
         assert in_graph(tf.constant(["hello"])).values.graph is graph
     assert second(text).to_list() == [[6, 7, 12, 8, 9, 10]]
 

@@ -3,7 +3,8 @@
 Text is normalized the way the original BERT `BasicTokenizer` does it
 (invalid UTF-8 replaced, control characters dropped, whitespace unified,
 then for uncased vocabs: lower-case, NFD, accents stripped) and then split
-and word-pieced by `tf_text.FastBertTokenizer`. FastBertTokenizer's own
+and word-pieced by `tf_text.FastBertTokenizer`'s two parts
+(`FastBertNormalizer`, `FastWordpieceTokenizer`). FastBertTokenizer's own
 `lower_case_nfd_strip_accents` is not used: it also applies compatibility
 folding (ß→ss, ﬁ→fi, fullwidth→ASCII) that the original does not, so ids
 would differ from every released BERT checkpoint's tokenizer on such text.
@@ -104,13 +105,40 @@ def _fast_bert_tokenizer(vocabulary, normalize, max_bytes):
 
 
 @_eager_once
-def _fused_normalizer_and_wordpiece(vocabulary, lower_case):
+def _tokenizer_parts(vocabulary, normalize, max_bytes):
+    """`_fast_bert_tokenizer(...)` as the two parts its `tokenize` runs
+    (normalizer, word-piecer): with offsets, ours map them back by one
+    flat gather, where tf-text's ragged batch gather costs 4x the ops and
+    ~0.3 s of Python broadcasting at each trace."""
     return (tf_text.FastBertNormalizer(
-                lower_case_nfd_strip_accents=lower_case),
+                lower_case_nfd_strip_accents=normalize),
             tf_text.FastWordpieceTokenizer(
                 vocab=list(vocabulary), suffix_indicator="##",
-                max_bytes_per_word=MAX_BYTES_PER_WORD,
+                max_bytes_per_word=max_bytes,
                 token_out_type=tf.int32, unknown_token="[UNK]"))
+
+
+def _word_pieces(parts, text):
+    normalizer, wordpiece = parts
+    return wordpiece.tokenize(normalizer.normalize(text))
+
+
+def _word_pieces_with_offsets(parts, text):
+    """(ids, byte starts, byte ends) ragged [B, (n)], the offsets into
+    `text`: FastBertTokenizer.tokenize_with_offsets's values."""
+    normalizer, wordpiece = parts
+    normalized, offsets = normalizer.normalize_with_offsets(text)
+    ids, starts, ends = wordpiece.tokenize_with_offsets(normalized)
+    return (ids, _gather_in_rows(offsets, starts),
+            _gather_in_rows(offsets, ends))
+
+
+def _gather_in_rows(values, indices):
+    """`values[b][indices[b][j]]` for ragged [B, (n)] `values` and
+    `indices`: one flat gather."""
+    row_starts = tf.gather(values.row_starts(), indices.value_rowids())
+    return indices.with_flat_values(
+        tf.gather(values.flat_values, indices.flat_values + row_starts))
 
 
 def _vocab_tokens(vocabulary):
@@ -165,44 +193,42 @@ class BertTokenizer(keras.layers.Layer):
         self.vocab = vocab
 
         # === Tokenizers ===
-        self._wordpiece = self._fast_bert(
-            normalize=False, max_bytes=MAX_BYTES_PER_WIDE_WORD)
+        self._exact = self._parts(normalize=False,
+                                  max_bytes=MAX_BYTES_PER_WIDE_WORD)
         # Rows of plain text (ASCII + Latin-1 letters, no control
         # characters) take FastBertTokenizer's fused normalization, which
         # equals the original there and is ~2x faster; the rest (and any
         # non-standard lower/strip combination) take `normalize_text`.
         strip = self.lower_case if strip_accents is None else strip_accents
         self._fast = None
-        self._fused_parts = None
         if strip == self.lower_case:
-            self._fast = self._fast_bert(normalize=self.lower_case)
+            self._fast = self._parts(normalize=self.lower_case)
             self._plain_text = (_PLAIN_UNCASED if self.lower_case else
                                 _PLAIN_CASED)
         self.built = True
 
-    def _fast_bert(self, normalize, max_bytes=MAX_BYTES_PER_WORD):
+    def _parts(self, normalize, max_bytes=MAX_BYTES_PER_WORD):
         # tf-text turns its model buffer into a constant from a list of
         # bytes: ~2 s for a 30k vocab inside a graph, 0.1 s eagerly (made
         # in an init scope).
-        return _fast_bert_tokenizer(tuple(self.vocabulary), normalize,
-                                    max_bytes)
+        return _tokenizer_parts(tuple(self.vocabulary), normalize,
+                                max_bytes)
 
     def fused(self):
         """The `tf_text.FastBertTokenizer` with fused normalization alone:
         the tokenizer TFLite kernels can run. Equal to `call` on plain text
         (see the module docstring); on other text it also folds
         compatibility characters and keeps control characters."""
-        return self._fast or self._fast_bert(normalize=self.lower_case)
+        return _fast_bert_tokenizer(tuple(self.vocabulary), self.lower_case,
+                                    MAX_BYTES_PER_WORD)
 
     def fused_with_offsets(self, text):
         """`fused().tokenize_with_offsets(text)` as (ids [B, (n)], byte
         starts, byte ends [B, n_max + 1] int32, 0-padded): the same
         values, the offsets mapped back to the input by a dense gather
         (tf-text's ragged gather needs RaggedRange, which TFLite lacks)."""
-        if self._fused_parts is None:  # once, eagerly (see `_fast_bert`)
-            self._fused_parts = _fused_normalizer_and_wordpiece(
-                tuple(self.vocabulary), self.lower_case)
-        normalizer, wordpiece = self._fused_parts
+        normalizer, wordpiece = (self._fast or
+                                 self._parts(normalize=self.lower_case))
         normalized, offsets = normalizer.normalize_with_offsets(text)
         ids, starts, ends = wordpiece.tokenize_with_offsets(normalized)
         offsets = padded_dense(offsets, 0)
@@ -249,19 +275,19 @@ class BertTokenizer(keras.layers.Layer):
         if text.shape.rank == 0:
             return self.call(text[None])[0]
         if self._fast is None:
-            return self._wordpiece.tokenize(self._normalize(text))
+            return _word_pieces(self._exact, self._normalize(text))
         plain = tf.strings.regex_full_match(text, self._plain_text)
 
         def mixed():
-            fast = self._fast.tokenize(tf.where(plain, text, ""))
-            slow = self._wordpiece.tokenize(
-                self._normalize(tf.where(plain, "", text)))
+            fast = _word_pieces(self._fast, tf.where(plain, text, ""))
+            slow = _word_pieces(self._exact,
+                                self._normalize(tf.where(plain, "", text)))
             # Each row is empty in one of the two.
             return tf.concat([fast, slow], axis=1)
 
         # Most batches are all plain text: one op instead of both paths.
         return tf.cond(tf.reduce_all(plain),
-                       lambda: self._fast.tokenize(text), mixed)
+                       lambda: _word_pieces(self._fast, text), mixed)
 
     def tokenize_with_offsets(self, text):
         """Ids plus byte offsets into the *original* strings.
@@ -295,8 +321,8 @@ class BertTokenizer(keras.layers.Layer):
         normalized = tf.ragged.map_flat_values(self._normalize, char_strings)
         norm_lengths = tf.cast(tf.strings.length(normalized), tf.int64)
         norm_starts = tf.math.cumsum(norm_lengths, axis=-1) - norm_lengths
-        ids, starts, ends = self._wordpiece.tokenize_with_offsets(
-            self._normalize(text))
+        ids, starts, ends = _word_pieces_with_offsets(
+            self._exact, self._normalize(text))
 
         def to_source(offsets, char_bounds):
             # Index of the character whose normalized bytes hold each offset.
