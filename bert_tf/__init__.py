@@ -45,6 +45,7 @@ _EXPORTS = {
     "SentenceEmbedder": "bert_tf.tasks.embeddings.extract",
     "load_encoder": "bert_tf.checkpoints",
     "classification_dataset": "bert_tf.tasks.classification.data",
+    "FusedAdamW": "bert_tf.training.optimization",
 }
 _MODULES = ("checkpoints", "config", "presets", "samples", "sources")
 
