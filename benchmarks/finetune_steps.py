@@ -9,6 +9,9 @@ time the steps inside one call, from batch end to batch end.
 - `bert_tf_fit`: `BertClassifier` through `model.fit` (Keras 3 compiles the
   train step with XLA where it can, `jit_compile="auto"`), as a notebook
   user fine-tunes;
+- `bert_tf_fit_keras_adamw`: the same through `model.fit` with Keras's own
+  AdamW instead of our `FusedAdamW` (what the optimizer's fused update
+  saves, the first step included);
 - `bert_tf_trainer`: the same model through our `Trainer`, as
   `bert-tf finetune` runs it (its default: no XLA);
 - `keras_hub`: `BertTextClassifier` (no preprocessor) through `fit`;
@@ -65,9 +68,12 @@ def _our_classifier(shape, optimizer=None):
     return model
 
 
-def _optimizer():
+def _optimizer(fused=True):
+    import keras
+
     from bert_tf.training.optimization import NO_DECAY, FusedAdamW
-    optimizer = FusedAdamW(2e-5, weight_decay=0.01)
+    optimizer = (FusedAdamW if fused else keras.optimizers.AdamW)(
+        2e-5, weight_decay=0.01)
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY))
     return optimizer
 
@@ -115,6 +121,12 @@ def _timed_calls(step, per_call=1):
 def bert_tf_fit(shape, data, bf16):
     with keras_policy(bf16):
         model = _our_classifier(shape, _optimizer())
+    return _timed_fit(model, _repeated(data))
+
+
+def bert_tf_fit_keras_adamw(shape, data, bf16):
+    with keras_policy(bf16):
+        model = _our_classifier(shape, _optimizer(fused=False))
     return _timed_fit(model, _repeated(data))
 
 
@@ -189,5 +201,6 @@ def hf_torch(shape, data, bf16):
 
 
 FINETUNE_PEERS = {"bert_tf_fit": bert_tf_fit,
+                  "bert_tf_fit_keras_adamw": bert_tf_fit_keras_adamw,
                   "bert_tf_trainer": bert_tf_trainer,
                   "keras_hub": keras_hub, "hf_torch": hf_torch}

@@ -272,7 +272,8 @@ def hf_peer(shape, data, bf16):
 PEERS = {"bert_tf": ours, "bert_tf_no_xla": ours_no_xla,
          "model_garden": garden, "keras_hub": keras_hub_peer,
          "hf_torch": hf_peer}
-OURS = ("bert_tf", "bert_tf_no_xla", "bert_tf_fit", "bert_tf_trainer")
+OURS = ("bert_tf", "bert_tf_no_xla", "bert_tf_fit", "bert_tf_fit_keras_adamw",
+        "bert_tf_trainer")
 
 
 def matmul_peak():
@@ -333,20 +334,20 @@ def finetuning_table(name, bf16, only, seconds):
     print(f"\nfine-tuning a classifier, {name} ({'bf16' if bf16 else 'fp32'})"
           f": L={shape['layers']} H={shape['hidden']} seq {SEQ} "
           f"batch {len(data['labels'])}")
-    print(f"  {'':<16}{'train seq/s':>13}{'first step s':>14}")
+    print(f"  {'':<24}{'train seq/s':>13}{'first step s':>14}")
     rates = {}
     for peer in only:
         try:
             train = FINETUNE_PEERS[peer](shape, data, bf16)
         except ImportError as e:
-            print(f"  {peer:<16}skipped ({e}; use .venv-bench)")
+            print(f"  {peer:<24}skipped ({e}; use .venv-bench)")
             continue
         first = train(1)
         step_s, start = [], time.perf_counter()
         while len(step_s) < 3 or time.perf_counter() - start < seconds:
             step_s.append(train(FINETUNE_STEPS))
         rates[peer] = (len(data["labels"]) / float(np.median(step_s)),)
-        print(f"  {peer:<16}{rates[peer][0]:13.2f}{first:14.1f}")
+        print(f"  {peer:<24}{rates[peer][0]:13.2f}{first:14.1f}")
     if compare(rates, 0):
         print(f"  ours / fastest peer: {compare(rates, 0)}")
 
