@@ -123,12 +123,19 @@ def _word_pieces(parts, text):
     return wordpiece.tokenize(normalizer.normalize(text))
 
 
+def _pieces_and_offsets(parts, text):
+    """(ids, starts, ends, offsets), ragged [B, (n)]: the pieces, their
+    byte starts and ends in the normalized text, and the byte of `text`
+    each normalized byte came from."""
+    normalizer, wordpiece = parts
+    normalized, offsets = normalizer.normalize_with_offsets(text)
+    return (*wordpiece.tokenize_with_offsets(normalized), offsets)
+
+
 def _word_pieces_with_offsets(parts, text):
     """(ids, byte starts, byte ends) ragged [B, (n)], the offsets into
     `text`: FastBertTokenizer.tokenize_with_offsets's values."""
-    normalizer, wordpiece = parts
-    normalized, offsets = normalizer.normalize_with_offsets(text)
-    ids, starts, ends = wordpiece.tokenize_with_offsets(normalized)
+    ids, starts, ends, offsets = _pieces_and_offsets(parts, text)
     return (ids, _gather_in_rows(offsets, starts),
             _gather_in_rows(offsets, ends))
 
@@ -227,10 +234,8 @@ class BertTokenizer(keras.layers.Layer):
         starts, byte ends [B, n_max + 1] int32, 0-padded): the same
         values, the offsets mapped back to the input by a dense gather
         (tf-text's ragged gather needs RaggedRange, which TFLite lacks)."""
-        normalizer, wordpiece = (self._fast or
-                                 self._parts(normalize=self.lower_case))
-        normalized, offsets = normalizer.normalize_with_offsets(text)
-        ids, starts, ends = wordpiece.tokenize_with_offsets(normalized)
+        ids, starts, ends, offsets = _pieces_and_offsets(
+            self._fast or self._parts(normalize=self.lower_case), text)
         offsets = padded_dense(offsets, 0)
         return (ids,
                 tf.gather(offsets, padded_dense(starts, 0), batch_dims=1),
